@@ -1,0 +1,54 @@
+# HomeAI: `make run` installs everything and starts the app; `make test` runs the test suite.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+HOST ?= 0.0.0.0
+PORT ?= 8000
+
+# Build llama.cpp for this CPU, but without AMX tile instructions: some virtual machines
+# advertise AMX without enabling it, and ggml then dies with SIGILL on the first matmul.
+ifeq ($(shell uname -m),x86_64)
+NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+export CMAKE_ARGS ?= -DGGML_NATIVE=ON -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
+endif
+
+.PHONY: run test install install-dev system-deps system-deps-test model lint clean
+
+run: system-deps install model
+	@scripts/run.sh
+
+test: system-deps-test install-dev model
+	@scripts/test.sh
+
+system-deps:
+	@scripts/system-deps.sh
+
+system-deps-test:
+	@scripts/system-deps.sh --test
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.installed: requirements.txt | $(BIN)/python
+	$(BIN)/pip install -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
+	$(BIN)/pip install -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.installed
+
+install-dev: $(VENV)/.installed-dev
+
+model: install
+	@$(BIN)/python manage.py prepare_model
+
+lint: install-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) staticfiles

@@ -1,0 +1,112 @@
+"""Pages: first-run setup, chat, conversation delete, and the health check."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import get_user_model, login
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import UserCreationForm
+from django.db import connection, transaction
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from inference import redis_client, selectors, worker
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    return redirect("chat")
+
+
+@never_cache
+def setup(request: HttpRequest) -> HttpResponse:
+    """Create the first (admin) account; gone once any account exists."""
+    User = get_user_model()
+    if User.objects.exists():
+        return redirect("login")
+    form = UserCreationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            if User.objects.exists():  # someone else finished setup first
+                return redirect("login")
+            user = form.save(commit=False)
+            user.is_staff = user.is_superuser = True
+            user.save()
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, f"Welcome, {user.username}. Your admin account is ready.")
+        return redirect("chat")
+    return render(request, "setup.html", {"form": form})
+
+
+@login_required
+@require_GET
+def chat(request: HttpRequest, conversation_id: int | None = None) -> HttpResponse:
+    conversation = None
+    history: list[dict] = []
+    if conversation_id is not None:
+        conversation = selectors.conversation_for_user(user=request.user, conversation_id=conversation_id)
+        if conversation is None:
+            raise Http404("No such conversation.")
+        history = selectors.conversation_history(conversation=conversation)
+    chat_config = {
+        "ws_path": "/ws/chat/",
+        "conversation": conversation.id if conversation else None,
+        "default_max_tokens": settings.HOMEAI_MAX_TOKENS,
+        "max_tokens_limit": settings.HOMEAI_MAX_TOKENS_LIMIT,
+        "max_chars": settings.HOMEAI_MAX_PROMPT_CHARS,
+    }
+    context = {
+        "conversations": selectors.conversation_list(user=request.user)[:200],
+        "conversation": conversation,
+        "history": history,
+        "chat_config": chat_config,
+    }
+    return render(request, "dashboard/chat.html", context)
+
+
+@login_required
+@require_POST
+def conversation_delete(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    conversation = selectors.conversation_for_user(user=request.user, conversation_id=conversation_id)
+    if conversation is None:
+        raise Http404("No such conversation.")
+    conversation.delete()
+    return redirect("chat")
+
+
+@require_GET
+@never_cache
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Database, Redis, workers and model state, for Docker health checks (no login, no user data)."""
+    checks: dict = {}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        checks["database"] = {"ok": True}
+    except Exception as exc:
+        checks["database"] = {"ok": False, "error": str(exc)}
+    try:
+        redis_client.client().ping()
+        checks["redis"] = {"ok": True}
+        workers = worker.live_workers()
+    except Exception as exc:
+        checks["redis"] = {"ok": False, "error": str(exc)}
+        workers = {}
+    checks["workers"] = {
+        "ok": bool(workers),
+        "count": len(workers),
+        "items": [
+            {k: w.get(k) for k in ("worker", "model", "loaded", "running", "waiting", "policy")}
+            for w in workers.values()
+        ],
+    }
+    checks["model"] = {
+        "configured": settings.HOMEAI_MODEL_PATH.name,
+        "present": settings.HOMEAI_MODEL_PATH.is_file(),
+        "loaded": any(w.get("loaded") for w in workers.values()),
+    }
+    # The web container is healthy when it can serve: database and Redis. Workers are reported.
+    ok = checks["database"]["ok"] and checks["redis"]["ok"]
+    return JsonResponse({"status": "ok" if ok else "error", **checks}, status=200 if ok else 503)

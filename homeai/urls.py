@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from dashboard import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("setup/", views.setup, name="setup"),
+    path("chat/", views.chat, name="chat"),
+    path("chat/<int:conversation_id>/", views.chat, name="chat_conversation"),
+    path("chat/<int:conversation_id>/delete/", views.conversation_delete, name="conversation_delete"),
+    path("healthz", views.healthz, name="healthz"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+]

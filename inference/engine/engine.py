@@ -1,0 +1,225 @@
+"""The Engine: one owner thread runs schedule -> decode -> sample -> emit -> retire.
+
+Task threads call submit() and cancel() and read their sequence's events; only the engine
+thread touches the Runner (llama.cpp is not thread-safe per context). The model is loaded by
+that thread on the first request, so the request that waited for it records the load.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+from inference.engine.runner import EngineError, Runner
+from inference.engine.scheduler import Scheduler, Step
+from inference.engine.sequence import Sequence, StopStringFilter
+from inference.engine.timing import NS_PER_MS, now_ns, perf_to_wall_ns
+
+log = logging.getLogger(__name__)
+
+STEP_RING_SIZE = 2048
+
+
+class Engine:
+    def __init__(self, *, runner: Runner, scheduler: Scheduler, on_step: Callable[[dict], None] | None = None):
+        self.runner = runner
+        self.scheduler = scheduler
+        self.steps: collections.deque[dict] = collections.deque(maxlen=STEP_RING_SIZE)
+        self._on_step = on_step
+        self._inbox: queue.Queue = queue.Queue()
+        self._by_id: dict[int, Sequence] = {}
+        self._thread = threading.Thread(target=self._run_forever, name="homeai-engine", daemon=True)
+        self._stopping = False
+        self.load_error: EngineError | None = None
+        self._thread.start()
+
+    # --- called from other threads -----------------------------------------------------------
+    def submit(self, seq: Sequence) -> None:
+        self._inbox.put(("submit", seq))
+
+    def cancel(self, seq_id: int) -> None:
+        self._inbox.put(("cancel", seq_id))
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._inbox.put(("stop", None))
+        self._thread.join(timeout=30)
+
+    def status(self) -> dict:
+        info = self.runner.info
+        return {
+            "loaded": self.runner.loaded,
+            "model": info.name if info else self.runner.config.model_path.name,
+            "running": len(self.scheduler.running),
+            "waiting": len(self.scheduler.waiting),
+            "policy": self.scheduler.policy,
+            "slots": self.runner.config.n_slots,
+        }
+
+    # --- the owner thread ----------------------------------------------------------------------
+    def _run_forever(self) -> None:
+        while not self._stopping:
+            try:
+                self._drain_inbox(block=not self.scheduler.has_work())
+                if self.scheduler.has_work():
+                    self._step()
+            except Exception as exc:  # the engine thread must never die silently
+                log.exception("engine step failed")
+                self._fail_all(EngineError("engine_error", f"The engine failed: {exc}"))
+        self.runner.close()
+
+    def _drain_inbox(self, *, block: bool) -> None:
+        items = []
+        if block:
+            items.append(self._inbox.get())
+        while True:
+            try:
+                items.append(self._inbox.get_nowait())
+            except queue.Empty:
+                break
+        submitted = [seq for kind, seq in items if kind == "submit"]
+        if submitted and not self.runner.loaded:
+            self._load(submitted)
+        for kind, obj in items:
+            if kind == "submit":
+                self._accept(obj)
+            elif kind == "cancel":
+                seq = self._by_id.get(obj)
+                if seq is not None:
+                    self._finish(seq, "cancelled", now_ns())
+
+    def _load(self, paying: list[Sequence]) -> None:
+        for seq in paying:
+            seq.emit("phase", phase="load", state="start")
+        start = now_ns()
+        try:
+            self.runner.load()
+            self.load_error = None
+        except EngineError as exc:
+            self.load_error = exc
+            log.error("model load failed: %s", exc.message)
+            return
+        load_ns = now_ns() - start
+        for seq in paying:
+            seq.clock.load_ns = load_ns
+            seq.emit("phase", phase="load", state="done", ms=load_ns / NS_PER_MS)
+
+    def _accept(self, seq: Sequence) -> None:
+        if not self.runner.loaded:
+            err = self.load_error or EngineError("model_unusable", "The model could not be loaded.")
+            seq.emit("error", code=err.code, message=err.message)
+            return
+        try:
+            reserve = min(seq.params.max_tokens, self.runner.config.n_ctx_seq // 2)
+            prompt = self.runner.build_prompt(seq.messages, reserve=reserve)
+        except EngineError as exc:
+            seq.emit("error", code=exc.code, message=exc.message)
+            return
+        seq.prompt_tokens = prompt.tokens
+        seq.stop_filter = StopStringFilter(tuple(seq.params.stop) + prompt.stop)
+        if prompt.dropped_messages:
+            seq.notice = (
+                f"This conversation is longer than the model's context ({self.runner.config.n_ctx_seq:,} "
+                f"tokens): the oldest {prompt.dropped_messages} message(s) were left out of this answer."
+            )
+            seq.emit("phase", phase="notice", message=seq.notice)
+        self.runner.new_sampler(seq.seq_id, seq.params)
+        self._by_id[seq.seq_id] = seq
+        self.scheduler.add(seq)
+        position = self.scheduler.queue_position(seq)
+        if position > 1 or self.scheduler.running:
+            seq.emit("phase", phase="queued", position=position)
+
+    def _step(self) -> None:
+        step = self.scheduler.schedule()
+        if step is None:
+            return
+        waiting_before = list(self.scheduler.waiting)
+        t0 = now_ns()
+        try:
+            to_sample = self.runner.decode(step)
+        except EngineError as exc:
+            for chunk in step.chunks:
+                self._fail(chunk.seq, exc)
+            return
+        t1 = now_ns()
+        for chunk in step.chunks:
+            if chunk.prefill:
+                seq = chunk.seq
+                seq.clock.mark_prefill_chunk(t0, t1)
+                seq.num_computed += chunk.n_tokens
+                seq.emit("phase", phase="prefill", done=seq.num_computed, total=seq.prompt_len)
+        for seq, index in to_sample:
+            token = self.runner.sample(seq, index)
+            self._on_token(seq, token, now_ns())
+        self._record_step(step, t0, t1)
+        if waiting_before != list(self.scheduler.waiting):
+            for seq in self.scheduler.waiting:
+                seq.emit("phase", phase="queued", position=self.scheduler.queue_position(seq))
+
+    def _on_token(self, seq: Sequence, token: int, t: int) -> None:
+        if self.runner.is_eog(token):
+            self._finish(seq, "stop", t)
+            return
+        first = not seq.output_tokens
+        seq.output_tokens.append(token)
+        seq.clock.mark_token(t)
+        text = seq.stop_filter.feed(self.runner.piece(token))
+        seq.text += text
+        if first:
+            seq.emit("phase", phase="decode")
+        seq.emit("token", text=text, t_ms=seq.clock.since_arrival_ms(t))
+        if seq.stop_filter.stopped:
+            self._finish(seq, "stop", t)
+        elif len(seq.output_tokens) >= seq.params.max_tokens:
+            self._finish(seq, "length", t)
+        elif seq.position + 1 >= self.runner.config.n_ctx_seq:
+            self._finish(seq, "length", t)
+
+    def _finish(self, seq: Sequence, reason: str, t: int) -> None:
+        if seq.stop_filter is not None:
+            seq.text += seq.stop_filter.flush()
+        seq.clock.t_end = t
+        seq.finish_reason = reason
+        self.scheduler.finish(seq)
+        self.runner.release(seq)
+        self._by_id.pop(seq.seq_id, None)
+        metrics = seq.clock.metrics(prompt_tokens=seq.prompt_len, cached_tokens=seq.num_cached)
+        metrics["finish_reason"] = reason
+        seq.emit("done", text=seq.text, finish_reason=reason, notice=seq.notice, metrics=metrics)
+
+    def _fail(self, seq: Sequence, exc: EngineError) -> None:
+        self.scheduler.finish(seq)
+        self.runner.release(seq)
+        self._by_id.pop(seq.seq_id, None)
+        seq.emit("error", code=exc.code, message=exc.message)
+
+    def _fail_all(self, exc: EngineError) -> None:
+        for seq in list(self._by_id.values()):
+            self._fail(seq, exc)
+
+    def _record_step(self, step: Step, t0: int, t1: int) -> None:
+        record = {
+            "t": perf_to_wall_ns(t0) / 1e9,
+            "ms": (t1 - t0) / NS_PER_MS,
+            "prefill": step.prefill_tokens,
+            "decode": step.decode_tokens,
+            "seqs": [c.seq.seq_id for c in step.chunks],
+        }
+        self.steps.append(record)
+        if self._on_step is not None:
+            self._on_step(record)
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, interval: float = 0.01) -> bool:
+    """Poll until predicate() holds or timeout seconds pass (for tests and shutdown)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()

@@ -1,0 +1,301 @@
+"""The Runner: every llama.cpp call lives here, and only the engine thread calls it.
+
+It owns one model and one context with a KV slot per sequence (kv_unified, so slots share
+one cache), builds a llama_batch from a Step, and samples each sequence with its own chain.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import llama_cpp
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from inference.engine.scheduler import Step
+from inference.engine.sequence import SamplingParams, Sequence
+
+log = logging.getLogger(__name__)
+
+# Gemma's turn markup: the bundled Gemma 3 base GGUF carries no chat template, and this
+# markup is what Gemma-family models (and many others) are trained to follow.
+GEMMA_TURN_STOPS = ("<end_of_turn>", "<start_of_turn>")
+
+
+class EngineError(Exception):
+    """An error a user can meet, with a code and a sentence a person understands."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    model_path: Path
+    n_ctx_seq: int = 4096
+    n_slots: int = 4
+    n_batch: int = 512
+    n_threads: int = 0
+    n_gpu_layers: int = 0
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    path: str
+    size_bytes: int
+    n_params: int
+    description: str
+    chat_template: bool
+    n_ctx_train: int
+
+
+@dataclass
+class Prompt:
+    tokens: list[int]
+    dropped_messages: int
+    stop: tuple[str, ...]
+
+
+def render_gemma(messages: list[dict]) -> str:
+    """Gemma turn markup; a system message is folded into the first user turn, as Gemma does."""
+    parts: list[str] = []
+    system = ""
+    for msg in messages:
+        role, content = msg["role"], msg["content"]
+        if role == "system":
+            system = content.strip() + "\n\n"
+            continue
+        turn = "model" if role == "assistant" else "user"
+        if turn == "user" and system:
+            content, system = system + content, ""
+        parts.append(f"<start_of_turn>{turn}\n{content.strip()}<end_of_turn>\n")
+    parts.append("<start_of_turn>model\n")
+    return "".join(parts)
+
+
+class Runner:
+    def __init__(self, config: RunnerConfig):
+        self.config = config
+        self.model = None
+        self.ctx = None
+        self.vocab = None
+        self.info: ModelInfo | None = None
+        self._batch = None
+        self._template = None
+        self._samplers: dict[int, object] = {}
+        self._piece_buf = ctypes.create_string_buffer(256)
+
+    # --- lifecycle -------------------------------------------------------------------------
+    @property
+    def loaded(self) -> bool:
+        return self.ctx is not None
+
+    def load(self) -> ModelInfo:
+        cfg = self.config
+        path = Path(cfg.model_path)
+        if not path.is_file():
+            raise EngineError("model_missing", f"The model file {path} does not exist.")
+        llama_cpp.llama_backend_init()
+        mparams = llama_cpp.llama_model_default_params()
+        mparams.n_gpu_layers = cfg.n_gpu_layers
+        model = llama_cpp.llama_model_load_from_file(str(path).encode(), mparams)
+        if not model:
+            raise EngineError("model_unusable", f"llama.cpp could not load {path.name}: is it a valid GGUF file?")
+        threads = cfg.n_threads or os.cpu_count() or 1
+        cparams = llama_cpp.llama_context_default_params()
+        cparams.n_seq_max = cfg.n_slots
+        cparams.n_ctx = cfg.n_ctx_seq * cfg.n_slots
+        cparams.n_batch = cfg.n_batch
+        cparams.n_ubatch = cfg.n_batch
+        cparams.n_threads = threads
+        cparams.n_threads_batch = threads
+        cparams.kv_unified = True  # slots share one cache; partial removal works on SWA models
+        cparams.no_perf = True
+        ctx = llama_cpp.llama_init_from_model(model, cparams)
+        if not ctx:
+            llama_cpp.llama_model_free(model)
+            raise EngineError("model_unusable", f"llama.cpp could not create a context for {path.name}.")
+        self.model, self.ctx = model, ctx
+        self.vocab = llama_cpp.llama_model_get_vocab(model)
+        self._batch = llama_cpp.llama_batch_init(cfg.n_batch, 0, 1)
+        template = llama_cpp.llama_model_chat_template(model, None)
+        if template:
+            env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+            env.globals["raise_exception"] = _raise_template_error
+            self._template = env.from_string(template.decode("utf-8", errors="replace"))
+        desc = ctypes.create_string_buffer(256)
+        llama_cpp.llama_model_desc(model, desc, len(desc))
+        self.info = ModelInfo(
+            name=path.name,
+            path=str(path),
+            size_bytes=int(llama_cpp.llama_model_size(model)),
+            n_params=int(llama_cpp.llama_model_n_params(model)),
+            description=desc.value.decode("utf-8", errors="replace"),
+            chat_template=self._template is not None,
+            n_ctx_train=int(llama_cpp.llama_model_n_ctx_train(model)),
+        )
+        log.info(
+            "loaded %s (%s), %d threads, %d slots x %d ctx",
+            path.name,
+            self.info.description,
+            threads,
+            cfg.n_slots,
+            cfg.n_ctx_seq,
+        )
+        return self.info
+
+    def close(self) -> None:
+        for seq_id in list(self._samplers):
+            self.free_sampler(seq_id)
+        if self._batch is not None:
+            llama_cpp.llama_batch_free(self._batch)
+            self._batch = None
+        if self.ctx:
+            llama_cpp.llama_free(self.ctx)
+            self.ctx = None
+        if self.model:
+            llama_cpp.llama_model_free(self.model)
+            self.model = None
+
+    # --- text --------------------------------------------------------------------------------
+    def tokenize(self, text: str, *, add_special: bool = True) -> list[int]:
+        data = text.encode("utf-8")
+        n_max = len(data) + 16
+        buf = (llama_cpp.llama_token * n_max)()
+        n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, n_max, add_special, True)
+        if n < 0:
+            buf = (llama_cpp.llama_token * -n)()
+            n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, -n, add_special, True)
+        return list(buf[:n])
+
+    def piece(self, token: int) -> bytes:
+        n = llama_cpp.llama_token_to_piece(self.vocab, token, self._piece_buf, len(self._piece_buf), 0, False)
+        if n < 0:
+            big = ctypes.create_string_buffer(-n)
+            n = llama_cpp.llama_token_to_piece(self.vocab, token, big, len(big), 0, False)
+            return big.raw[:n]
+        return self._piece_buf.raw[:n]
+
+    def is_eog(self, token: int) -> bool:
+        return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))
+
+    def render(self, messages: list[dict]) -> tuple[str, tuple[str, ...]]:
+        if self._template is None:
+            return render_gemma(messages), GEMMA_TURN_STOPS
+        bos = self._token_text(llama_cpp.llama_vocab_bos(self.vocab))
+        eos = self._token_text(llama_cpp.llama_vocab_eos(self.vocab))
+        text = self._template.render(messages=messages, add_generation_prompt=True, bos_token=bos, eos_token=eos)
+        # The template may write BOS itself; don't let the tokenizer add a second one.
+        if bos and text.startswith(bos):
+            text = text[len(bos) :]
+        return text, ()
+
+    def build_prompt(self, messages: list[dict], *, reserve: int) -> Prompt:
+        """Render and tokenize; drop the oldest turns while the prompt plus `reserve` won't fit.
+
+        1. Render the whole conversation and tokenize it.
+        2. While it is too long and more than the last message remains, drop the oldest
+           non-system message (a user turn and its answer go together).
+        3. If the last message alone does not fit the context, it is an error the user can fix.
+        """
+        n_ctx = self.config.n_ctx_seq
+        system = [m for m in messages if m["role"] == "system"]
+        turns = [m for m in messages if m["role"] != "system"]
+        dropped = 0
+        while True:
+            text, stop = self.render(system + turns)
+            tokens = self.tokenize(text)
+            if len(tokens) + reserve <= n_ctx or len(turns) <= 1:
+                break
+            cut = 2 if len(turns) > 2 and turns[0]["role"] == "user" and turns[1]["role"] == "assistant" else 1
+            turns = turns[cut:]
+            dropped += cut
+        if len(tokens) >= n_ctx:
+            raise EngineError(
+                "context_overflow",
+                f"The prompt is {len(tokens):,} tokens; this model's context holds {n_ctx:,}. "
+                "Shorten the message or start a new conversation.",
+            )
+        return Prompt(tokens=tokens, dropped_messages=dropped, stop=stop)
+
+    def _token_text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return llama_cpp.llama_vocab_get_text(self.vocab, token).decode("utf-8", errors="replace")
+
+    # --- sampling ----------------------------------------------------------------------------
+    def new_sampler(self, seq_id: int, params: SamplingParams) -> None:
+        chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+        add = llama_cpp.llama_sampler_chain_add
+        if params.repeat_penalty != 1.0:
+            n_vocab = llama_cpp.llama_vocab_n_tokens(self.vocab)
+            add(chain, llama_cpp.llama_sampler_init_penalties(n_vocab, 64, params.repeat_penalty, 0.0, 0.0))
+        if params.temperature <= 0:
+            add(chain, llama_cpp.llama_sampler_init_greedy())
+        else:
+            if params.top_k > 0:
+                add(chain, llama_cpp.llama_sampler_init_top_k(params.top_k))
+            if params.top_p < 1.0:
+                add(chain, llama_cpp.llama_sampler_init_top_p(params.top_p, 1))
+            if params.min_p > 0:
+                add(chain, llama_cpp.llama_sampler_init_min_p(params.min_p, 1))
+            add(chain, llama_cpp.llama_sampler_init_temp(params.temperature))
+            seed = params.seed if params.seed >= 0 else llama_cpp.LLAMA_DEFAULT_SEED
+            add(chain, llama_cpp.llama_sampler_init_dist(seed))
+        self.free_sampler(seq_id)
+        self._samplers[seq_id] = chain
+
+    def free_sampler(self, seq_id: int) -> None:
+        chain = self._samplers.pop(seq_id, None)
+        if chain is not None:
+            llama_cpp.llama_sampler_free(chain)
+
+    def sample(self, seq: Sequence, batch_index: int) -> int:
+        return int(llama_cpp.llama_sampler_sample(self._samplers[seq.seq_id], self.ctx, batch_index))
+
+    # --- execution ---------------------------------------------------------------------------
+    def decode(self, step: Step) -> list[tuple[Sequence, int]]:
+        """Run one llama_decode for the step; returns (sequence, batch index) pairs to sample."""
+        batch = self._batch
+        i = 0
+        to_sample: list[tuple[Sequence, int]] = []
+        for chunk in step.chunks:
+            seq = chunk.seq
+            if chunk.prefill:
+                start = seq.num_computed
+                tokens = seq.prompt_tokens[start : start + chunk.n_tokens]
+                wants_logits = start + chunk.n_tokens == seq.prompt_len
+            else:
+                start = seq.position
+                tokens = [seq.output_tokens[-1]]
+                wants_logits = True
+            for k, token in enumerate(tokens):
+                batch.token[i] = token
+                batch.pos[i] = start + k
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = seq.slot
+                batch.logits[i] = wants_logits and k == len(tokens) - 1
+                i += 1
+            if wants_logits:
+                to_sample.append((seq, i - 1))
+        batch.n_tokens = i
+        rc = llama_cpp.llama_decode(self.ctx, batch)
+        if rc != 0:
+            raise EngineError("decode_failed", f"llama.cpp could not evaluate the batch (code {rc}).")
+        return to_sample
+
+    def release(self, seq: Sequence) -> None:
+        """Free the sequence's KV cells and sampler."""
+        if seq.slot is not None and self.ctx is not None:
+            llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(self.ctx), seq.slot, -1, -1)
+        self.free_sampler(seq.seq_id)
+
+
+def _raise_template_error(message: str):
+    raise EngineError("template_error", f"The model's chat template refused the conversation: {message}")

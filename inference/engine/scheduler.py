@@ -1,0 +1,127 @@
+"""The Scheduler: which sequences run in the next model step. Pure Python, no llama.cpp.
+
+Policies:
+- serial: one sequence at a time, prompt first (llama-cpp-python's server).
+- continuous: every running sequence decodes, waiting prompts fill the rest of the batch
+  (llama-server: a long prompt stalls every active chat for its whole prefill).
+- chunked: decodes first, then prompt chunks up to a token budget per step (Sarathi-Serve).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from inference.engine.sequence import SeqStatus, Sequence
+
+POLICIES = ("serial", "continuous", "chunked")
+# With decodes filling the whole budget, a waiting prompt still advances by this much per step.
+MIN_PREFILL_CHUNK = 16
+
+
+@dataclass(frozen=True)
+class Chunk:
+    seq: Sequence
+    n_tokens: int
+    prefill: bool
+
+
+@dataclass
+class Step:
+    chunks: list[Chunk] = field(default_factory=list)
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(c.n_tokens for c in self.chunks)
+
+    @property
+    def prefill_tokens(self) -> int:
+        return sum(c.n_tokens for c in self.chunks if c.prefill)
+
+    @property
+    def decode_tokens(self) -> int:
+        return sum(c.n_tokens for c in self.chunks if not c.prefill)
+
+
+class Scheduler:
+    def __init__(self, *, policy: str, n_slots: int, n_batch: int, token_budget: int | None = None):
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+        self.policy = policy
+        self.n_batch = n_batch
+        self.token_budget = min(token_budget or n_batch, n_batch)
+        self.waiting: deque[Sequence] = deque()
+        self.running: list[Sequence] = []
+        self._free_slots = list(range(n_slots))
+
+    def add(self, seq: Sequence) -> None:
+        seq.status = SeqStatus.WAITING
+        self.waiting.append(seq)
+
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def queue_position(self, seq: Sequence) -> int:
+        """1 for the next sequence to start, 0 once it runs."""
+        try:
+            return self.waiting.index(seq) + 1
+        except ValueError:
+            return 0
+
+    def finish(self, seq: Sequence) -> None:
+        """Retire a sequence (done, stopped or cancelled) and give its slot back."""
+        if seq in self.running:
+            self.running.remove(seq)
+        elif seq in self.waiting:
+            self.waiting.remove(seq)
+        if seq.slot is not None:
+            self._free_slots.append(seq.slot)
+            self._free_slots.sort()
+        seq.status = SeqStatus.FINISHED
+
+    def schedule(self) -> Step | None:
+        if self.policy == "serial":
+            step = self._schedule_serial()
+        else:
+            step = self._schedule_batched()
+        return step if step.chunks else None
+
+    def _admit(self, limit: int) -> None:
+        while self.waiting and self._free_slots and len(self.running) < limit:
+            seq = self.waiting.popleft()
+            seq.slot = self._free_slots.pop(0)
+            seq.status = SeqStatus.RUNNING
+            self.running.append(seq)
+
+    def _schedule_serial(self) -> Step:
+        self._admit(limit=1)
+        step = Step()
+        if self.running:
+            seq = self.running[0]
+            if seq.in_prefill:
+                step.chunks.append(Chunk(seq, min(seq.remaining_prompt, self.n_batch), True))
+            else:
+                step.chunks.append(Chunk(seq, 1, False))
+        return step
+
+    def _schedule_batched(self) -> Step:
+        self._admit(limit=len(self.running) + len(self._free_slots))
+        step = Step()
+        for seq in self.running:
+            if not seq.in_prefill:
+                step.chunks.append(Chunk(seq, 1, False))
+        cap = self.n_batch if self.policy == "continuous" else self.token_budget
+        room = cap - step.num_tokens
+        for seq in self.running:  # admission order: the oldest prompt goes first
+            if not seq.in_prefill:
+                continue
+            if room <= 0:
+                if self.policy == "chunked" and step.prefill_tokens == 0:
+                    # No starvation: decodes filled the budget, still move the oldest prompt on.
+                    room = min(MIN_PREFILL_CHUNK, self.n_batch - step.num_tokens)
+                if room <= 0:
+                    break
+            n = min(seq.remaining_prompt, room)
+            step.chunks.append(Chunk(seq, n, True))
+            room -= n
+        return step

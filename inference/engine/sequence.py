@@ -1,0 +1,122 @@
+"""A Sequence: one request's state inside the engine, and the events it sends back."""
+
+from __future__ import annotations
+
+import codecs
+import enum
+import queue
+from dataclasses import dataclass, field
+
+from inference.engine.timing import PhaseClock
+
+
+class SeqStatus(enum.Enum):
+    WAITING = "waiting"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    max_tokens: int = 256
+    temperature: float = 0.7
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    repeat_penalty: float = 1.1
+    seed: int = -1
+    stop: tuple[str, ...] = ()
+
+
+@dataclass
+class Event:
+    """What the engine thread tells the task thread: kind is phase | token | done | error."""
+
+    kind: str
+    data: dict
+
+
+class StopStringFilter:
+    """Turns token bytes into text, holding back what might be the start of a stop string.
+
+    1. Bytes go through an incremental UTF-8 decoder, so a character split across tokens is
+       emitted once whole.
+    2. Text that could still grow into a stop string is held until it can't.
+    3. When a stop string appears, the text before it is released and the sequence ends.
+    """
+
+    def __init__(self, stop: tuple[str, ...]):
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._stop = tuple(s for s in stop if s)
+        self._held = ""
+        self.stopped = False
+
+    def feed(self, piece: bytes) -> str:
+        text = self._held + self._decoder.decode(piece)
+        for s in self._stop:
+            idx = text.find(s)
+            if idx != -1:
+                self.stopped = True
+                self._held = ""
+                return text[:idx]
+        keep = self._longest_stop_prefix_suffix(text)
+        self._held = text[len(text) - keep :] if keep else ""
+        return text[: len(text) - keep]
+
+    def flush(self) -> str:
+        text, self._held = self._held + self._decoder.decode(b"", final=True), ""
+        return "" if self.stopped else text
+
+    def _longest_stop_prefix_suffix(self, text: str) -> int:
+        best = 0
+        for s in self._stop:
+            for n in range(min(len(s) - 1, len(text)), best, -1):
+                if text.endswith(s[:n]):
+                    best = n
+                    break
+        return best
+
+
+@dataclass(eq=False)
+class Sequence:
+    """Request state: prompt, progress, sampled tokens, timestamps; owned by the engine thread.
+
+    Other threads only read `events` and call Engine.cancel(); everything else is touched by
+    the engine thread alone.
+    """
+
+    seq_id: int
+    messages: list[dict]
+    params: SamplingParams
+    clock: PhaseClock
+    status: SeqStatus = SeqStatus.WAITING
+    prompt_tokens: list[int] = field(default_factory=list)
+    num_cached: int = 0  # prompt tokens whose KV was reused, not evaluated
+    num_computed: int = 0  # prompt tokens in the KV cache
+    output_tokens: list[int] = field(default_factory=list)
+    text: str = ""
+    slot: int | None = None
+    finish_reason: str | None = None
+    notice: str = ""
+    events: queue.Queue = field(default_factory=queue.Queue)
+    stop_filter: StopStringFilter | None = None
+
+    @property
+    def prompt_len(self) -> int:
+        return len(self.prompt_tokens)
+
+    @property
+    def in_prefill(self) -> bool:
+        return self.num_computed < self.prompt_len
+
+    @property
+    def remaining_prompt(self) -> int:
+        return self.prompt_len - self.num_computed
+
+    @property
+    def position(self) -> int:
+        """The KV position the next token fed to the model will take."""
+        return self.num_computed + max(len(self.output_tokens) - 1, 0)
+
+    def emit(self, kind: str, **data) -> None:
+        self.events.put(Event(kind, data))

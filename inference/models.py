@@ -1,0 +1,120 @@
+"""Conversations, their messages, and one Generation (with its measured phases) per answer."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Conversation(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations")
+    title = models.CharField(max_length=120)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:40]}"
+
+
+class Generation(models.Model):
+    """One answer being produced: its state, its parameters and every measured phase."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        CANCELLED = "cancelled"
+        INTERRUPTED = "interrupted"
+        ERROR = "error"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="generations")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="generations")
+    message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="generation")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    client = models.CharField(max_length=32, default="chat")
+    model_name = models.CharField(max_length=255, blank=True)
+    max_tokens = models.PositiveIntegerField()
+    # Wall clock (ns since the epoch) when the web process accepted the request: the one
+    # timestamp taken outside the worker, so queue time spans both processes' clocks.
+    t_arrive_ns = models.BigIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=255, blank=True)
+    finish_reason = models.CharField(max_length=16, blank=True)
+    error_code = models.CharField(max_length=32, blank=True)
+    error_message = models.TextField(blank=True)
+    notice = models.TextField(blank=True)
+
+    # Phases in milliseconds; queue + load + prefill + first_token + decode == e2e.
+    queue_ms = models.FloatField(null=True)
+    load_ms = models.FloatField(null=True)
+    prefill_ms = models.FloatField(null=True)
+    first_token_ms = models.FloatField(null=True)
+    decode_ms = models.FloatField(null=True)
+    ttft_ms = models.FloatField(null=True)
+    client_ttft_ms = models.FloatField(null=True)
+    e2e_ms = models.FloatField(null=True)
+    tpot_ms = models.FloatField(null=True)
+    prompt_tokens = models.PositiveIntegerField(null=True)
+    cached_tokens = models.PositiveIntegerField(null=True)
+    output_tokens = models.PositiveIntegerField(null=True)
+    prompt_tps = models.FloatField(null=True)
+    output_tps = models.FloatField(null=True)
+    cold = models.BooleanField(default=False)
+    # Each token's time since arrival (ms); inter-token gaps are its differences.
+    token_times_ms = models.JSONField(default=list, blank=True)
+    itl_ms = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"generation {self.id} ({self.status})"
+
+    METRIC_FIELDS = (
+        "queue_ms",
+        "load_ms",
+        "prefill_ms",
+        "first_token_ms",
+        "decode_ms",
+        "ttft_ms",
+        "client_ttft_ms",
+        "e2e_ms",
+        "tpot_ms",
+        "prompt_tokens",
+        "cached_tokens",
+        "output_tokens",
+        "prompt_tps",
+        "output_tps",
+        "finish_reason",
+        "cold",
+    )
+
+    def metrics(self) -> dict:
+        return {name: getattr(self, name) for name in self.METRIC_FIELDS}
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE

@@ -1,0 +1,23 @@
+"""One sync Redis client per process, plus the key names the web and worker agree on."""
+
+from __future__ import annotations
+
+import functools
+
+import redis
+from django.conf import settings
+
+WORKER_KEY_PREFIX = "homeai:worker:"
+
+
+@functools.cache
+def client() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5, socket_connect_timeout=2)
+
+
+def cancel_key(generation_id: int) -> str:
+    return f"homeai:cancel:{generation_id}"
+
+
+def worker_key(name: str) -> str:
+    return WORKER_KEY_PREFIX + name

@@ -1,0 +1,252 @@
+"""Writes: creating, running, cancelling and interrupting generations."""
+
+from __future__ import annotations
+
+import math
+import queue
+import time
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from inference import broadcast, redis_client, selectors
+from inference.engine.sequence import SamplingParams, Sequence
+from inference.engine.timing import PhaseClock, wall_to_perf_ns
+from inference.models import Conversation, Generation, Message
+
+TITLE_CHARS = 60
+SAVE_EVERY_S = 0.25  # a crash loses at most this much of an answer
+CANCEL_POLL_S = 0.1
+METRIC_COLUMNS = tuple(f for f in Generation.METRIC_FIELDS if f not in ("client_ttft_ms", "finish_reason"))
+
+
+class ClientError(Exception):
+    """Bad input from a client: a code and a sentence for the person."""
+
+    def __init__(self, code: str, message: str, generation: int | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.generation = generation
+
+
+def _event(kind: str, generation_id: int, **data) -> dict:
+    return {"type": f"generation.{kind}", "generation": generation_id, **data}
+
+
+def _validate_text(text) -> str:
+    if not isinstance(text, str):
+        raise ClientError("bad_request", "The message text must be a string.")
+    if not text.strip():
+        raise ClientError("empty_message", "Type a message before sending.")
+    limit = settings.HOMEAI_MAX_PROMPT_CHARS
+    if len(text) > limit:
+        raise ClientError("too_long", f"Your message is {len(text):,} characters; the limit is {limit:,}.")
+    return text
+
+
+def _validate_max_tokens(value) -> int:
+    if value is None:
+        return settings.HOMEAI_MAX_TOKENS
+    limit = settings.HOMEAI_MAX_TOKENS_LIMIT
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit:
+        raise ClientError("bad_request", f"max_tokens must be a whole number from 1 to {limit:,}.")
+    return value
+
+
+def generation_create(*, user, conversation_id, text, max_tokens=None, client: str = "chat") -> Generation:
+    """Store the user's message and a queued answer (committed; generation_enqueue sends it)."""
+    text = _validate_text(text)
+    max_tokens = _validate_max_tokens(max_tokens)
+    t_arrive_ns = time.time_ns()
+    with transaction.atomic():
+        if conversation_id is None:
+            title = " ".join(text.split())[:TITLE_CHARS]
+            conversation = Conversation.objects.create(user=user, title=title)
+        else:
+            conversation = selectors.conversation_for_user(user=user, conversation_id=conversation_id)
+            if conversation is None:
+                raise ClientError("not_found", "That conversation does not exist.")
+            if conversation.generations.filter(status__in=Generation.ACTIVE).exists():
+                raise ClientError(
+                    "busy", "An answer is still being written in this conversation: wait for it or press Stop."
+                )
+            conversation.save(update_fields=["updated_at"])
+        Message.objects.create(conversation=conversation, role=Message.Role.USER, content=text)
+        reply = Message.objects.create(conversation=conversation, role=Message.Role.ASSISTANT, content="")
+        generation = Generation.objects.create(
+            user=user,
+            conversation=conversation,
+            message=reply,
+            client=client,
+            model_name=settings.HOMEAI_MODEL_PATH.name,
+            max_tokens=max_tokens,
+            t_arrive_ns=t_arrive_ns,
+        )
+    return generation
+
+
+def generation_enqueue(*, generation: Generation) -> None:
+    """Send the answer to a worker (after the client was told it is queued, so no event beats that)."""
+    from inference.tasks import generate
+
+    generate.delay(generation.id)
+
+
+def generation_cancel(*, user, generation_id) -> None:
+    """Stop an answer: a queued one never starts, a running one stops within one engine step."""
+    generation = selectors.generation_for_user(user=user, generation_id=generation_id)
+    if generation is None:
+        raise ClientError("not_found", "That answer does not exist.")
+    stopped = Generation.objects.filter(id=generation.id, status=Generation.Status.QUEUED).update(
+        status=Generation.Status.CANCELLED, finish_reason="cancelled", finished_at=timezone.now()
+    )
+    if stopped:
+        generation.refresh_from_db()
+        broadcast.publish(
+            user.id,
+            [_event("done", generation.id, status=generation.status, text="", metrics=generation.metrics(), notice="")],
+        )
+    elif generation.status == Generation.Status.RUNNING:
+        redis_client.client().set(redis_client.cancel_key(generation.id), 1, ex=3600)
+
+
+def generation_set_client_ttft(*, user, generation_id, ttft_ms) -> None:
+    generation = selectors.generation_for_user(user=user, generation_id=generation_id)
+    if generation is None:
+        raise ClientError("not_found", "That answer does not exist.")
+    valid = isinstance(ttft_ms, (int, float)) and not isinstance(ttft_ms, bool) and math.isfinite(ttft_ms)
+    if not valid or not 0 <= ttft_ms <= 86_400_000:
+        raise ClientError("bad_request", "ttft_ms must be a number of milliseconds.", generation.id)
+    Generation.objects.filter(id=generation.id).update(client_ttft_ms=float(ttft_ms))
+
+
+def generation_run(*, generation_id: int) -> None:
+    """The worker side of one answer: run it through the engine, relay and save as it streams.
+
+    1. Claim the row (queued -> running) so a redelivered task is a no-op.
+    2. Submit a Sequence to this process's engine.
+    3. Relay engine events to the user's sockets in frames (all events ready at once),
+       saving the partial text every SAVE_EVERY_S and polling for a cancel request.
+    4. Write the final text and metrics once.
+    """
+    from inference import worker
+
+    claimed = Generation.objects.filter(id=generation_id, status=Generation.Status.QUEUED).update(
+        status=Generation.Status.RUNNING, worker=worker.worker_name()
+    )
+    if claimed != 1:
+        return
+    generation = Generation.objects.get(id=generation_id)
+    seq = Sequence(
+        seq_id=generation.id,
+        messages=selectors.prompt_messages(generation=generation),
+        params=SamplingParams(
+            max_tokens=generation.max_tokens,
+            temperature=settings.HOMEAI_TEMPERATURE,
+            seed=settings.HOMEAI_SEED,
+        ),
+        clock=PhaseClock(t_arrive=wall_to_perf_ns(generation.t_arrive_ns)),
+    )
+    engine = worker.get_engine()
+    engine.submit(seq)
+    _relay_until_finished(generation, seq, engine)
+
+
+def _relay_until_finished(generation: Generation, seq: Sequence, engine) -> None:
+    gid, uid = generation.id, generation.user_id
+    text = ""
+    saved_len = 0
+    last_save = last_cancel_check = time.monotonic()
+    r = redis_client.client()
+    while True:
+        events = []
+        try:
+            events.append(seq.events.get(timeout=CANCEL_POLL_S))
+            while True:
+                events.append(seq.events.get_nowait())
+        except queue.Empty:
+            pass
+        frame, final = [], None
+        for ev in events:
+            if ev.kind == "token":
+                text += ev.data["text"]
+                frame.append(_event("token", gid, text=ev.data["text"], t_ms=round(ev.data["t_ms"], 3)))
+            elif ev.kind == "phase":
+                frame.append(_event("phase", gid, **ev.data))
+            else:
+                final = ev
+        if final is not None:
+            frame.append(_finish(generation, final))
+            broadcast.publish(uid, frame)
+            r.delete(redis_client.cancel_key(gid))
+            return
+        broadcast.publish(uid, frame)
+        now = time.monotonic()
+        if len(text) != saved_len and now - last_save >= SAVE_EVERY_S:
+            Message.objects.filter(id=generation.message_id).update(content=text)
+            saved_len, last_save = len(text), now
+        if now - last_cancel_check >= CANCEL_POLL_S:
+            last_cancel_check = now
+            if r.exists(redis_client.cancel_key(gid)):
+                engine.cancel(seq.seq_id)
+
+
+def _finish(generation: Generation, final) -> dict:
+    """Store the answer's end (done, cancelled or error) and return the event that says so."""
+    now = timezone.now()
+    gid = generation.id
+    if final.kind == "error":
+        Message.objects.filter(id=generation.message_id).update(content="")
+        Generation.objects.filter(id=gid).update(
+            status=Generation.Status.ERROR,
+            error_code=final.data["code"],
+            error_message=final.data["message"],
+            finished_at=now,
+        )
+        return _event("error", gid, code=final.data["code"], message=final.data["message"])
+    metrics = final.data["metrics"]
+    reason = final.data["finish_reason"]
+    status = Generation.Status.CANCELLED if reason == "cancelled" else Generation.Status.DONE
+    columns = {name: metrics[name] for name in METRIC_COLUMNS}
+    with transaction.atomic():
+        Message.objects.filter(id=generation.message_id).update(content=final.data["text"])
+        Generation.objects.filter(id=gid).update(
+            status=status,
+            finish_reason=reason,
+            notice=final.data["notice"],
+            finished_at=now,
+            token_times_ms=metrics["token_times_ms"],
+            itl_ms=metrics["itl_ms"],
+            **columns,
+        )
+    generation.refresh_from_db()
+    return _event(
+        "done", gid, status=status, text=final.data["text"], notice=final.data["notice"], metrics=generation.metrics()
+    )
+
+
+def generations_interrupt_orphans() -> list[Generation]:
+    """Mark running answers whose worker stopped beating as interrupted, and tell their users.
+
+    Idempotent by conditional update: when several web processes sweep, one wins each row.
+    """
+    from inference import worker
+
+    alive = set(worker.live_workers())
+    orphans = Generation.objects.filter(status=Generation.Status.RUNNING).exclude(worker__in=alive)
+    interrupted = []
+    message = "The worker stopped while writing this answer; the text so far is kept."
+    for generation in orphans:
+        changed = Generation.objects.filter(id=generation.id, status=Generation.Status.RUNNING).update(
+            status=Generation.Status.INTERRUPTED,
+            error_code="interrupted",
+            error_message=message,
+            finish_reason="interrupted",
+            finished_at=timezone.now(),
+        )
+        if changed:
+            interrupted.append(generation)
+            broadcast.publish(generation.user_id, [_event("error", generation.id, code="interrupted", message=message)])
+    return interrupted

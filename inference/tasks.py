@@ -1,0 +1,35 @@
+"""Thin Celery tasks: take IDs, call services."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from celery.signals import worker_ready, worker_shutdown
+
+from inference import services, worker
+
+log = logging.getLogger(__name__)
+
+
+# acks_late is safe: generation_run claims its row with a conditional update, so a task
+# redelivered after a worker died is a no-op instead of a second answer.
+@shared_task(name="inference.generate", acks_late=True, ignore_result=True)
+def generate(generation_id: int) -> None:
+    services.generation_run(generation_id=generation_id)
+
+
+@worker_ready.connect
+def _on_worker_ready(**_kwargs) -> None:
+    # Build the engine now (llama.cpp's library import takes a few hundred ms) so the first
+    # request's queue time is not inflated by it; the model itself loads on the first request.
+    worker.get_engine()
+    worker.start_heartbeat()
+    interrupted = services.generations_interrupt_orphans()
+    if interrupted:
+        log.warning("marked %d answers of a stopped worker as interrupted", len(interrupted))
+
+
+@worker_shutdown.connect
+def _on_worker_shutdown(**_kwargs) -> None:
+    worker.stop()

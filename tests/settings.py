@@ -1,0 +1,24 @@
+"""Test settings: the app's own settings, pointed at a test data dir, Redis DB and queue.
+
+A separate Celery queue, channel prefix and Redis database keep the suite from trading tasks
+or events with a HomeAI instance running on the same machine.
+"""
+
+import os
+from pathlib import Path
+
+_BASE = Path(__file__).resolve().parent.parent
+os.environ.setdefault("HOMEAI_DATA_DIR", str(_BASE / "data" / "test"))
+os.environ.setdefault("HOMEAI_MODELS_DIR", str(_BASE / "data" / "models"))
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+os.environ.setdefault("HOMEAI_QUEUE", "homeai-test")
+os.environ.setdefault("HOMEAI_CHANNEL_PREFIX", "homeai-test")
+os.environ.setdefault("HOMEAI_WORKER_TTL", "3")
+
+from homeai.settings import *  # noqa: E402,F403
+from homeai.settings import DATABASES  # noqa: E402
+
+# Processes started by the tests (daphne, the Celery worker) use the test database itself.
+if os.environ.get("HOMEAI_USE_TEST_DB") == "1":
+    DATABASES["default"]["NAME"] = DATABASES["default"]["TEST"]["NAME"]
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,77 @@
+"""Test helpers: a synchronous chat-socket client and polling."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+
+from websockets.sync.client import connect as ws_connect
+
+DONE_TYPES = ("generation.done", "generation.error")
+
+
+def wait_until(predicate: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
+
+
+def session_cookie(user) -> str:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+class ChatSocket:
+    """A browser-like client of /ws/chat/: session cookie and Origin header included."""
+
+    def __init__(self, base_url: str, session_id: str | None, origin: str | None = None):
+        ws_url = base_url.replace("http://", "ws://") + "/ws/chat/"
+        headers = {"Origin": origin or base_url}
+        if session_id:
+            headers["Cookie"] = f"sessionid={session_id}"
+        self._stack = ExitStack()
+        self.ws = self._stack.enter_context(
+            ws_connect(ws_url, additional_headers=headers, open_timeout=10, max_size=None)
+        )
+
+    def send(self, message: dict) -> None:
+        self.ws.send(json.dumps(message))
+
+    def send_raw(self, text: str) -> None:
+        self.ws.send(text)
+
+    def recv(self, timeout: float = 30) -> dict:
+        return json.loads(self.ws.recv(timeout=timeout))
+
+    def collect(self, until: Callable[[dict], bool], timeout: float = 60) -> list[dict]:
+        """Events up to and including the first one for which until(event) holds."""
+        deadline = time.monotonic() + timeout
+        events = []
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no matching event within {timeout} s; got {events[-5:]}")
+            event = self.recv(timeout=remaining)
+            events.append(event)
+            if until(event):
+                return events
+
+    def chat(self, text: str, conversation: int | None = None, timeout: float = 120, **extra) -> list[dict]:
+        """Send a message and return every event until its answer ends."""
+        self.send({"type": "chat.send", "conversation": conversation, "text": text, **extra})
+        return self.collect(lambda e: e["type"] in DONE_TYPES, timeout=timeout)
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+def of_type(events: list[dict], kind: str) -> list[dict]:
+    return [e for e in events if e["type"] == kind]

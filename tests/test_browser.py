@@ -1,0 +1,99 @@
+"""A person's first visit, in Debian's Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from inference.models import Generation
+from tests.support import wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = Path(settings.DATA_DIR) / "artifacts"
+
+
+@pytest.fixture
+def page(live_server_url, monkeypatch):
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop in this thread; the test's own ORM reads are
+    # still plain blocking calls, which Django would otherwise refuse.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (make test does).")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        context = browser.new_context(base_url=live_server_url, viewport={"width": 1280, "height": 860})
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        yield page
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "last-browser-test.png"), full_page=True)
+        browser.close()
+
+
+def test_a_new_user_creates_the_admin_account_and_watches_an_answer_stream(page, worker, settled):
+    from django.contrib.auth import get_user_model
+    from playwright.sync_api import expect
+
+    page.goto("/")
+    expect(page).to_have_url(re.compile(r"/setup/$"))
+    page.fill("input[name=username]", "admin")
+    page.fill("input[name=password1]", "a long home password 42")
+    page.fill("input[name=password2]", "a long home password 42")
+    page.click("button[type=submit]")
+    expect(page).to_have_url(re.compile(r"/chat/$"))
+    assert get_user_model().objects.get(username="admin").is_superuser
+    expect(page.locator("#connection-status")).to_contain_text(re.compile("connected", re.I))
+
+    # Count DOM changes in the message list: a streamed answer changes it once per token frame.
+    page.evaluate(
+        """() => {
+            window.__changes = 0;
+            new MutationObserver(() => window.__changes++).observe(
+                document.getElementById('messages'), {subtree: true, childList: true, characterData: true});
+        }"""
+    )
+    page.fill("#message-input", "Tell me about the sea.")
+    page.fill("#max-tokens", "32")
+    page.click("#send-button")
+
+    answer = page.locator(".message.assistant").last
+    expect(answer.locator(".message-text")).not_to_be_empty(timeout=120_000)
+    expect(answer.locator(".stats-line")).to_be_visible(timeout=120_000)
+    expect(page).to_have_url(re.compile(r"/chat/\d+/$"))
+
+    generation = Generation.objects.get()
+    assert generation.status == "done" and generation.output_tokens >= 2
+    assert page.evaluate("window.__changes") >= generation.output_tokens // 2  # streamed, not all at once
+    assert answer.locator(".message-text").inner_text().strip() == generation.message.content.strip()
+
+    stats = answer.locator(".stats-line").inner_text()
+    assert "TTFT" in stats and "tok/s" in stats
+    segments = answer.locator(".phase-bar .seg")
+    expect(segments).to_have_count(4)
+    widths = [float(w.rstrip("%") or 0) for w in segments.evaluate_all("els => els.map(e => e.style.width)")]
+    assert sum(widths) == pytest.approx(100, abs=0.5)
+    # The browser measured its own TTFT and the server stored it beside its own.
+    assert wait_until(lambda: Generation.objects.get().client_ttft_ms is not None, timeout=10)
+    generation.refresh_from_db()
+    assert generation.client_ttft_ms >= generation.ttft_ms * 0.5
+
+    # After a reload the history shows the same answer with its stats.
+    page.reload()
+    expect(page.locator(".message.assistant .stats-line")).to_have_count(1)
+    expect(page.locator(".conversation-link")).to_have_count(1)
