@@ -70,6 +70,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             conversation_id=content.get("conversation"),
             text=content.get("text"),
             max_tokens=content.get("max_tokens"),
+            options=content.get("options"),
         )
         position, title = await database_sync_to_async(self._queued_info)(generation)
         await self.send_json(

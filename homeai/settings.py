@@ -6,6 +6,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+import plotly
 from django.core.exceptions import ImproperlyConfigured
 
 from homeai.env import env_bool, env_choice, env_float, env_int, env_list, env_str
@@ -122,7 +123,8 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns about a missing root even when using finders
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# plotly.js comes from the plotly wheel, served locally: a home LAN may have no internet.
+STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", Path(plotly.__file__).parent / "package_data")]
 # Serve straight from the source folders so a fresh checkout needs no collectstatic step.
 WHITENOISE_USE_FINDERS = True
 STORAGES = {
@@ -170,7 +172,13 @@ HOMEAI_THREADS = env_int("HOMEAI_THREADS", 0, minimum=0, maximum=512)  # 0: one 
 HOMEAI_BATCH = env_int("HOMEAI_BATCH", 512, minimum=16, maximum=8192)
 HOMEAI_GPU_LAYERS = env_int("HOMEAI_GPU_LAYERS", 0, minimum=-1)
 HOMEAI_SLOTS = env_int("HOMEAI_SLOTS", 4, minimum=1, maximum=64)
-HOMEAI_POLICY = env_choice("HOMEAI_POLICY", "serial", ("serial",))
+HOMEAI_POLICY = env_choice("HOMEAI_POLICY", "chunked", ("serial", "continuous", "chunked"))
+# chunked: tokens per step (decodes included) until the engine has measured this box, and the
+# step time it then aims for (0 keeps the fixed budget).
+HOMEAI_TOKEN_BUDGET = env_int("HOMEAI_TOKEN_BUDGET", 256, minimum=1)
+HOMEAI_TARGET_ITL_MS = env_float("HOMEAI_TARGET_ITL_MS", 150.0, minimum=0.0)
+# Back-pressure: past this many answers waiting, a new message is refused with "busy".
+HOMEAI_MAX_WAITING = env_int("HOMEAI_MAX_WAITING", 16, minimum=1)
 HOMEAI_MAX_TOKENS = env_int("HOMEAI_MAX_TOKENS", 256, minimum=1)
 HOMEAI_MAX_TOKENS_LIMIT = env_int("HOMEAI_MAX_TOKENS_LIMIT", 2048, minimum=1)
 HOMEAI_MAX_PROMPT_CHARS = env_int("HOMEAI_MAX_PROMPT_CHARS", 32000, minimum=100)

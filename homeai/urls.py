@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from dashboard import views
 
@@ -13,6 +13,7 @@ urlpatterns = [
     path("chat/<int:conversation_id>/", views.chat, name="chat_conversation"),
     path("chat/<int:conversation_id>/delete/", views.conversation_delete, name="conversation_delete"),
     path("healthz", views.healthz, name="healthz"),
+    path("dashboard/", include("dashboard.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

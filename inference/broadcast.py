@@ -18,6 +18,7 @@ log = logging.getLogger(__name__)
 
 DASHBOARD_GROUP = "dashboard"
 RELAY_TYPE = "chat.relay"
+DASHBOARD_RELAY_TYPE = "dashboard.relay"
 
 
 def user_group(user_id: int) -> str:
@@ -61,13 +62,13 @@ class _Relay:
                     if self._pending == 0:
                         self._idle.set()
 
-    def publish(self, group: str, events: list[dict]) -> None:
+    def publish(self, group: str, message: dict) -> None:
         with self._lock:
             if self._loop is None:
                 self._start()
             self._pending += 1
             self._idle.clear()
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, (group, {"type": RELAY_TYPE, "events": events}))
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, (group, message))
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until everything published so far has been sent."""
@@ -80,7 +81,13 @@ _relay = _Relay()
 def publish(user_id: int, events: list[dict]) -> None:
     """Send WebSocket events to every open chat socket of this user (non-blocking)."""
     if events:
-        _relay.publish(user_group(user_id), events)
+        _relay.publish(user_group(user_id), {"type": RELAY_TYPE, "events": events})
+
+
+def publish_dashboard(events: list[dict]) -> None:
+    """Send metric events (never message text) to every open dashboard socket."""
+    if events:
+        _relay.publish(DASHBOARD_GROUP, {"type": DASHBOARD_RELAY_TYPE, "events": events})
 
 
 def flush(timeout: float = 5.0) -> bool:

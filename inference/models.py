@@ -56,6 +56,8 @@ class Generation(models.Model):
     client = models.CharField(max_length=32, default="chat")
     model_name = models.CharField(max_length=255, blank=True)
     max_tokens = models.PositiveIntegerField()
+    # Per-request sampling overrides (temperature, top_p, top_k, min_p, repeat_penalty, seed, stop).
+    sampling = models.JSONField(default=dict, blank=True)
     # Wall clock (ns since the epoch) when the web process accepted the request: the one
     # timestamp taken outside the worker, so queue time spans both processes' clocks.
     t_arrive_ns = models.BigIntegerField()
@@ -85,6 +87,7 @@ class Generation(models.Model):
     cold = models.BooleanField(default=False)
     # Each token's time since arrival (ms); inter-token gaps are its differences.
     token_times_ms = models.JSONField(default=list, blank=True)
+    token_texts = models.JSONField(default=list, blank=True)
     itl_ms = models.JSONField(default=list, blank=True)
 
     class Meta:

@@ -35,6 +35,41 @@ def _event(kind: str, generation_id: int, **data) -> dict:
     return {"type": f"generation.{kind}", "generation": generation_id, **data}
 
 
+def _dash_update(generation: Generation, *, phase: str, status: str = "running", **progress) -> dict:
+    """A dashboard event about a request in flight (metrics only, never text)."""
+    return {
+        "type": "request.update",
+        "generation": generation.id,
+        "user_id": generation.user_id,
+        "username": generation.user.username,
+        "client": generation.client,
+        "model": generation.model_name,
+        "status": status,
+        "phase": phase,
+        "t_arrive": generation.t_arrive_ns / 1e9,
+        "t": time.time(),
+        "prompt_tokens": progress.get("prompt_tokens"),
+        "prefill_done": progress.get("prefill_done"),
+        "output_tokens": progress.get("output_tokens", 0),
+    }
+
+
+def _dash_done(generation: Generation) -> dict:
+    """A dashboard event for a request that ended (reads the stored row)."""
+    return {
+        "type": "request.done",
+        "generation": generation.id,
+        "user_id": generation.user_id,
+        "username": generation.user.username,
+        "client": generation.client,
+        "model": generation.model_name,
+        "status": generation.status,
+        "t_arrive": generation.t_arrive_ns / 1e9,
+        "t": time.time(),
+        "metrics": {**generation.metrics(), "token_times_ms": generation.token_times_ms, "itl_ms": generation.itl_ms},
+    }
+
+
 def _validate_text(text) -> str:
     if not isinstance(text, str):
         raise ClientError("bad_request", "The message text must be a string.")
@@ -55,10 +90,62 @@ def _validate_max_tokens(value) -> int:
     return value
 
 
-def generation_create(*, user, conversation_id, text, max_tokens=None, client: str = "chat") -> Generation:
+# name -> (type, lowest, highest)
+SAMPLING_RANGES = {
+    "temperature": (float, 0.0, 5.0),
+    "top_p": (float, 0.0, 1.0),
+    "top_k": (int, 0, 1000),
+    "min_p": (float, 0.0, 1.0),
+    "repeat_penalty": (float, 0.5, 2.0),
+    "seed": (int, -1, 2**31 - 1),
+}
+
+
+def validate_sampling(options) -> dict:
+    """Per-request sampling overrides, checked: a dict of known names with numbers in range."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise ClientError("bad_request", 'options must be an object, e.g. {"temperature": 0.2}.')
+    clean: dict = {}
+    for name, value in options.items():
+        if name == "stop":
+            stops = [value] if isinstance(value, str) else value
+            if not isinstance(stops, list) or len(stops) > 4 or not all(isinstance(s, str) and s for s in stops):
+                raise ClientError("bad_request", "stop must be a string or a list of up to 4 non-empty strings.")
+            clean["stop"] = stops
+            continue
+        if name not in SAMPLING_RANGES:
+            known = ", ".join([*SAMPLING_RANGES, "stop"])
+            raise ClientError("bad_request", f"Unknown option {name!r}; known options: {known}.")
+        kind, low, high = SAMPLING_RANGES[name]
+        number_ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if not number_ok or (kind is int and value != int(value)) or not low <= value <= high:
+            what = "a whole number" if kind is int else "a number"
+            raise ClientError("bad_request", f"{name} must be {what} from {low} to {high}.")
+        clean[name] = kind(value)
+    return clean
+
+
+def sampling_params(generation: Generation) -> SamplingParams:
+    options = dict(generation.sampling)
+    stop = tuple(options.pop("stop", ()))
+    base = {"temperature": settings.HOMEAI_TEMPERATURE, "seed": settings.HOMEAI_SEED}
+    return SamplingParams(max_tokens=generation.max_tokens, stop=stop, **{**base, **options})
+
+
+def generation_create(
+    *, user, conversation_id, text, max_tokens=None, options=None, client: str = "chat"
+) -> Generation:
     """Store the user's message and a queued answer (committed; generation_enqueue sends it)."""
     text = _validate_text(text)
     max_tokens = _validate_max_tokens(max_tokens)
+    sampling = validate_sampling(options)
+    waiting = Generation.objects.filter(status=Generation.Status.QUEUED).count()
+    if waiting >= settings.HOMEAI_MAX_WAITING:
+        raise ClientError(
+            "busy", f"The server is busy: {waiting} answers are already waiting. Please try again in a minute."
+        )
     t_arrive_ns = time.time_ns()
     with transaction.atomic():
         if conversation_id is None:
@@ -82,6 +169,7 @@ def generation_create(*, user, conversation_id, text, max_tokens=None, client: s
             client=client,
             model_name=settings.HOMEAI_MODEL_PATH.name,
             max_tokens=max_tokens,
+            sampling=sampling,
             t_arrive_ns=t_arrive_ns,
         )
     return generation
@@ -91,6 +179,7 @@ def generation_enqueue(*, generation: Generation) -> None:
     """Send the answer to a worker (after the client was told it is queued, so no event beats that)."""
     from inference.tasks import generate
 
+    broadcast.publish_dashboard([_dash_update(generation, phase="queued", status="queued")])
     generate.delay(generation.id)
 
 
@@ -108,6 +197,7 @@ def generation_cancel(*, user, generation_id) -> None:
             user.id,
             [_event("done", generation.id, status=generation.status, text="", metrics=generation.metrics(), notice="")],
         )
+        broadcast.publish_dashboard([_dash_done(generation)])
     elif generation.status == Generation.Status.RUNNING:
         redis_client.client().set(redis_client.cancel_key(generation.id), 1, ex=3600)
 
@@ -138,15 +228,11 @@ def generation_run(*, generation_id: int) -> None:
     )
     if claimed != 1:
         return
-    generation = Generation.objects.get(id=generation_id)
+    generation = Generation.objects.select_related("user").get(id=generation_id)
     seq = Sequence(
         seq_id=generation.id,
         messages=selectors.prompt_messages(generation=generation),
-        params=SamplingParams(
-            max_tokens=generation.max_tokens,
-            temperature=settings.HOMEAI_TEMPERATURE,
-            seed=settings.HOMEAI_SEED,
-        ),
+        params=sampling_params(generation),
         clock=PhaseClock(t_arrive=wall_to_perf_ns(generation.t_arrive_ns)),
     )
     engine = worker.get_engine()
@@ -154,11 +240,57 @@ def generation_run(*, generation_id: int) -> None:
     _relay_until_finished(generation, seq, engine)
 
 
+class _DashboardFeed:
+    """Turns one answer's engine events into throttled dashboard updates."""
+
+    DECODE_EVERY_S = 0.5
+
+    def __init__(self, generation: Generation):
+        self.generation = generation
+        self.phase = "queued"
+        self.prompt_tokens: int | None = None
+        self.prefill_done: int | None = None
+        self.output_tokens = 0
+        self._last = 0.0
+
+    def observe(self, ev) -> None:
+        if ev.kind == "token":
+            self.output_tokens += 1
+        elif ev.kind == "phase" and ev.data["phase"] == "prefill":
+            self.prompt_tokens, self.prefill_done = ev.data["total"], ev.data["done"]
+            self._changed("prefill")
+        elif ev.kind == "phase" and ev.data["phase"] in ("load", "decode"):
+            self._changed(ev.data["phase"])
+
+    def _changed(self, phase: str) -> None:
+        self.phase = phase
+        self._last = 0.0  # send at the next flush
+
+    def flush(self) -> None:
+        now = time.monotonic()
+        if now - self._last < self.DECODE_EVERY_S:
+            return
+        self._last = now
+        if self.phase != "queued":
+            broadcast.publish_dashboard(
+                [
+                    _dash_update(
+                        self.generation,
+                        phase=self.phase,
+                        prompt_tokens=self.prompt_tokens,
+                        prefill_done=self.prefill_done,
+                        output_tokens=self.output_tokens,
+                    )
+                ]
+            )
+
+
 def _relay_until_finished(generation: Generation, seq: Sequence, engine) -> None:
     gid, uid = generation.id, generation.user_id
-    text = ""
-    saved_len = 0
+    pieces: list[str] = []
+    saved = 0
     last_save = last_cancel_check = time.monotonic()
+    feed = _DashboardFeed(generation)
     r = redis_client.client()
     while True:
         events = []
@@ -170,41 +302,45 @@ def _relay_until_finished(generation: Generation, seq: Sequence, engine) -> None
             pass
         frame, final = [], None
         for ev in events:
+            feed.observe(ev)
             if ev.kind == "token":
-                text += ev.data["text"]
+                pieces.append(ev.data["text"])
                 frame.append(_event("token", gid, text=ev.data["text"], t_ms=round(ev.data["t_ms"], 3)))
             elif ev.kind == "phase":
                 frame.append(_event("phase", gid, **ev.data))
             else:
                 final = ev
         if final is not None:
-            frame.append(_finish(generation, final))
+            frame.append(_finish(generation, final, pieces))
             broadcast.publish(uid, frame)
+            broadcast.publish_dashboard([_dash_done(generation)])
             r.delete(redis_client.cancel_key(gid))
             return
         broadcast.publish(uid, frame)
+        feed.flush()
         now = time.monotonic()
-        if len(text) != saved_len and now - last_save >= SAVE_EVERY_S:
-            Message.objects.filter(id=generation.message_id).update(content=text)
-            saved_len, last_save = len(text), now
+        if len(pieces) != saved and now - last_save >= SAVE_EVERY_S:
+            Message.objects.filter(id=generation.message_id).update(content="".join(pieces))
+            saved, last_save = len(pieces), now
         if now - last_cancel_check >= CANCEL_POLL_S:
             last_cancel_check = now
             if r.exists(redis_client.cancel_key(gid)):
                 engine.cancel(seq.seq_id)
 
 
-def _finish(generation: Generation, final) -> dict:
+def _finish(generation: Generation, final, pieces: list[str]) -> dict:
     """Store the answer's end (done, cancelled or error) and return the event that says so."""
     now = timezone.now()
     gid = generation.id
     if final.kind == "error":
-        Message.objects.filter(id=generation.message_id).update(content="")
+        Message.objects.filter(id=generation.message_id).update(content="".join(pieces))
         Generation.objects.filter(id=gid).update(
             status=Generation.Status.ERROR,
             error_code=final.data["code"],
             error_message=final.data["message"],
             finished_at=now,
         )
+        generation.refresh_from_db()
         return _event("error", gid, code=final.data["code"], message=final.data["message"])
     metrics = final.data["metrics"]
     reason = final.data["finish_reason"]
@@ -218,6 +354,7 @@ def _finish(generation: Generation, final) -> dict:
             notice=final.data["notice"],
             finished_at=now,
             token_times_ms=metrics["token_times_ms"],
+            token_texts=pieces,
             itl_ms=metrics["itl_ms"],
             **columns,
         )
@@ -235,7 +372,9 @@ def generations_interrupt_orphans() -> list[Generation]:
     from inference import worker
 
     alive = set(worker.live_workers())
-    orphans = Generation.objects.filter(status=Generation.Status.RUNNING).exclude(worker__in=alive)
+    orphans = (
+        Generation.objects.filter(status=Generation.Status.RUNNING).exclude(worker__in=alive).select_related("user")
+    )
     interrupted = []
     message = "The worker stopped while writing this answer; the text so far is kept."
     for generation in orphans:
@@ -248,5 +387,7 @@ def generations_interrupt_orphans() -> list[Generation]:
         )
         if changed:
             interrupted.append(generation)
+            generation.refresh_from_db()
             broadcast.publish(generation.user_id, [_event("error", generation.id, code="interrupted", message=message)])
+            broadcast.publish_dashboard([_dash_done(generation)])
     return interrupted

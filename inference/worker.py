@@ -19,6 +19,11 @@ _engine = None  # inference.engine.engine.Engine, built on first use
 _engine_lock = threading.Lock()
 _heartbeat: threading.Thread | None = None
 _heartbeat_stop = threading.Event()
+_steps: list[dict] = []
+_steps_lock = threading.Lock()
+STEPS_KEY = "homeai:steps"
+STEPS_KEPT = 5000
+STEPS_EVERY_S = 0.25
 
 
 def worker_name() -> str:
@@ -27,6 +32,7 @@ def worker_name() -> str:
 
 def build_engine():
     """Engine, Runner and Scheduler from settings; imports llama.cpp only here, in the worker."""
+    from inference.engine.budget import StepCostModel
     from inference.engine.engine import Engine
     from inference.engine.runner import Runner, RunnerConfig
     from inference.engine.scheduler import Scheduler
@@ -41,8 +47,37 @@ def build_engine():
             n_gpu_layers=settings.HOMEAI_GPU_LAYERS,
         )
     )
-    scheduler = Scheduler(policy=settings.HOMEAI_POLICY, n_slots=settings.HOMEAI_SLOTS, n_batch=settings.HOMEAI_BATCH)
-    return Engine(runner=runner, scheduler=scheduler)
+    scheduler = Scheduler(
+        policy=settings.HOMEAI_POLICY,
+        n_slots=settings.HOMEAI_SLOTS,
+        n_batch=settings.HOMEAI_BATCH,
+        token_budget=settings.HOMEAI_TOKEN_BUDGET,
+    )
+    cost_model = StepCostModel(target_ms=settings.HOMEAI_TARGET_ITL_MS or None)
+    return Engine(runner=runner, scheduler=scheduler, cost_model=cost_model, on_step=_record_step)
+
+
+def _record_step(record: dict) -> None:
+    """Called on the engine thread after every step: only a list append, the I/O is elsewhere."""
+    with _steps_lock:
+        _steps.append(record)
+
+
+def _publish_steps() -> None:
+    """Ship the engine's step records: to Redis (for the dashboard's history) and live."""
+    from inference import broadcast
+
+    with _steps_lock:
+        records = _steps[:]
+        _steps.clear()
+    if not records:
+        return
+    r = redis_client.client()
+    pipe = r.pipeline(transaction=False)
+    pipe.rpush(STEPS_KEY, *(json.dumps(rec) for rec in records))
+    pipe.ltrim(STEPS_KEY, -STEPS_KEPT, -1)
+    pipe.execute()
+    broadcast.publish_dashboard([{"type": "engine.steps", "worker": worker_name(), "steps": records}])
 
 
 def get_engine():
@@ -77,15 +112,20 @@ def status() -> dict:
 
 
 def _beat() -> None:
+    """Heartbeat (so a dead worker is noticed) and step shipping, on one background thread."""
     key = redis_client.worker_key(worker_name())
     ttl = settings.HOMEAI_WORKER_TTL
     interval = max(ttl / 4, 0.5)
+    next_beat = 0.0
     while not _heartbeat_stop.is_set():
         try:
-            redis_client.client().set(key, json.dumps(status()), ex=ttl)
+            _publish_steps()
+            if time.monotonic() >= next_beat:
+                redis_client.client().set(key, json.dumps(status()), ex=ttl)
+                next_beat = time.monotonic() + interval
         except Exception:
             log.warning("heartbeat to Redis failed", exc_info=True)
-        _heartbeat_stop.wait(interval)
+        _heartbeat_stop.wait(STEPS_EVERY_S)
     redis_client.client().delete(key)
 
 

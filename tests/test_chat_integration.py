@@ -228,3 +228,34 @@ def test_healthz_reports_database_redis_worker_and_model(worker, health, transac
     assert report["database"]["ok"] and report["redis"]["ok"]
     assert report["workers"]["count"] >= 1 and report["workers"]["ok"]
     assert report["model"]["present"] is True
+
+
+def test_past_the_waiting_limit_a_new_message_is_refused_as_busy(make_user, settings):
+    from inference.services import ClientError, generation_create
+
+    settings.HOMEAI_MAX_WAITING = 2
+    user = make_user()
+    for _ in range(2):
+        generation_create(user=user, conversation_id=None, text="waiting in line")
+    with pytest.raises(ClientError) as excinfo:
+        generation_create(user=user, conversation_id=None, text="one too many")
+    assert excinfo.value.code == "busy" and "2 answers are already waiting" in excinfo.value.message
+    Generation.objects.update(status="cancelled")
+
+
+def test_sampling_options_are_checked_and_stored(worker, make_user, connect):
+    sock = connect(make_user())
+    for options, words in [
+        ({"temperature": -1}, "temperature must be a number from 0.0 to 5.0"),
+        ({"top_k": 2.5}, "top_k must be a whole number from 0 to 1000"),
+        ({"warp": 9}, "Unknown option 'warp'"),
+        ({"stop": [""]}, "stop must be a string or a list"),
+        ("hot", "options must be an object"),
+    ]:
+        sock.send({"type": "chat.send", "conversation": None, "text": "hi", "options": options})
+        reply = sock.recv()
+        assert reply["code"] == "bad_request" and words in reply["message"], options
+    events = sock.chat("Name a colour.", max_tokens=6, options={"temperature": 0, "seed": 7, "stop": ["\n\n"]})
+    generation = Generation.objects.get(id=events[0]["generation"])
+    assert generation.sampling == {"temperature": 0.0, "seed": 7, "stop": ["\n\n"]}
+    assert _done(events)["status"] == "done"

@@ -8,12 +8,14 @@ that thread on the first request, so the request that waited for it records the 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import queue
 import threading
 import time
 from collections.abc import Callable
 
+from inference.engine.budget import StepCostModel
 from inference.engine.runner import EngineError, Runner
 from inference.engine.scheduler import Scheduler, Step
 from inference.engine.sequence import Sequence, StopStringFilter
@@ -25,9 +27,21 @@ STEP_RING_SIZE = 2048
 
 
 class Engine:
-    def __init__(self, *, runner: Runner, scheduler: Scheduler, on_step: Callable[[dict], None] | None = None):
+    def __init__(
+        self,
+        *,
+        runner: Runner,
+        scheduler: Scheduler,
+        cost_model: StepCostModel | None = None,
+        on_step: Callable[[dict], None] | None = None,
+        capture_first_logits: bool = False,
+    ):
         self.runner = runner
         self.scheduler = scheduler
+        self.cost_model = cost_model or StepCostModel(target_ms=None)
+        scheduler.budget_fn = self.cost_model.budget
+        scheduler.admit_hook = runner.admit
+        self.capture_first_logits = capture_first_logits
         self.steps: collections.deque[dict] = collections.deque(maxlen=STEP_RING_SIZE)
         self._on_step = on_step
         self._inbox: queue.Queue = queue.Queue()
@@ -44,6 +58,11 @@ class Engine:
     def cancel(self, seq_id: int) -> None:
         self._inbox.put(("cancel", seq_id))
 
+    def set_policy(self, policy: str) -> None:
+        """Switch the scheduling policy from the next step on (for live experiments)."""
+        Scheduler(policy=policy, n_slots=1, n_batch=1)  # validates the name in the caller's thread
+        self._inbox.put(("policy", policy))
+
     def stop(self) -> None:
         self._stopping = True
         self._inbox.put(("stop", None))
@@ -52,11 +71,15 @@ class Engine:
     def status(self) -> dict:
         info = self.runner.info
         return {
+            "model_info": dataclasses.asdict(info) if info else None,
             "loaded": self.runner.loaded,
             "model": info.name if info else self.runner.config.model_path.name,
             "running": len(self.scheduler.running),
             "waiting": len(self.scheduler.waiting),
             "policy": self.scheduler.policy,
+            "token_budget": self.scheduler.token_budget,
+            "target_step_ms": self.cost_model.target_ms,
+            "prompt_token_ms": self.cost_model.per_prompt_token_ms,
             "slots": self.runner.config.n_slots,
         }
 
@@ -91,6 +114,8 @@ class Engine:
                 seq = self._by_id.get(obj)
                 if seq is not None:
                     self._finish(seq, "cancelled", now_ns())
+            elif kind == "policy":
+                self.scheduler.set_policy(obj)
 
     def _load(self, paying: list[Sequence]) -> None:
         for seq in paying:
@@ -153,7 +178,10 @@ class Engine:
                 seq.clock.mark_prefill_chunk(t0, t1)
                 seq.num_computed += chunk.n_tokens
                 seq.emit("phase", phase="prefill", done=seq.num_computed, total=seq.prompt_len)
+        self.cost_model.observe(n_prefill=step.prefill_tokens, n_decode=step.decode_tokens, ms=(t1 - t0) / NS_PER_MS)
         for seq, index in to_sample:
+            if self.capture_first_logits and not seq.output_tokens:
+                seq.first_logits = self.runner.logits(index)
             token = self.runner.sample(seq, index)
             self._on_token(seq, token, now_ns())
         self._record_step(step, t0, t1)
@@ -194,7 +222,7 @@ class Engine:
 
     def _fail(self, seq: Sequence, exc: EngineError) -> None:
         self.scheduler.finish(seq)
-        self.runner.release(seq)
+        self.runner.release(seq, keep_cache=False)
         self._by_id.pop(seq.seq_id, None)
         seq.emit("error", code=exc.code, message=exc.message)
 
@@ -209,6 +237,7 @@ class Engine:
             "prefill": step.prefill_tokens,
             "decode": step.decode_tokens,
             "seqs": [c.seq.seq_id for c in step.chunks],
+            "policy": self.scheduler.policy,
         }
         self.steps.append(record)
         if self._on_step is not None:

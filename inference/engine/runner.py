@@ -7,12 +7,14 @@ one cache), builds a llama_batch from a Step, and samples each sequence with its
 from __future__ import annotations
 
 import ctypes
+import itertools
 import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import llama_cpp
+import numpy as np
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from inference.engine.scheduler import Step
@@ -90,6 +92,11 @@ class Runner:
         self._template = None
         self._samplers: dict[int, object] = {}
         self._piece_buf = ctypes.create_string_buffer(256)
+        # What each slot's KV cache holds after its last sequence ended: the next turn of a
+        # conversation that lands there skips re-evaluating the history it shares.
+        self._slot_tokens: dict[int, list[int]] = {}
+        self._slot_used: dict[int, int] = {}
+        self._use_counter = itertools.count(1)
 
     # --- lifecycle -------------------------------------------------------------------------
     @property
@@ -115,7 +122,10 @@ class Runner:
         cparams.n_ubatch = cfg.n_batch
         cparams.n_threads = threads
         cparams.n_threads_batch = threads
-        cparams.kv_unified = True  # slots share one cache; partial removal works on SWA models
+        cparams.kv_unified = True  # slots share one cache
+        # Keep the whole sliding-window cache: a cached prefix can then be reused from any
+        # position (a trimmed SWA cache no longer holds the window before an old position).
+        cparams.swa_full = True
         cparams.no_perf = True
         ctx = llama_cpp.llama_init_from_model(model, cparams)
         if not ctx:
@@ -290,11 +300,47 @@ class Runner:
             raise EngineError("decode_failed", f"llama.cpp could not evaluate the batch (code {rc}).")
         return to_sample
 
-    def release(self, seq: Sequence) -> None:
-        """Free the sequence's KV cells and sampler."""
-        if seq.slot is not None and self.ctx is not None:
-            llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(self.ctx), seq.slot, -1, -1)
+    def logits(self, batch_index: int) -> np.ndarray:
+        n_vocab = llama_cpp.llama_vocab_n_tokens(self.vocab)
+        return np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.ctx, batch_index), shape=(n_vocab,)).copy()
+
+    # --- KV slots ------------------------------------------------------------------------------
+    def _common_prefix(self, slot: int, tokens: list[int]) -> int:
+        cached = self._slot_tokens.get(slot, ())
+        n = 0
+        for a, b in zip(cached, tokens, strict=False):
+            if a != b:
+                break
+            n += 1
+        return n
+
+    def admit(self, seq: Sequence, free_slots: list[int]) -> int:
+        """Choose the free slot that caches the longest prefix of the prompt (else the least
+        recently used one), drop the rest of its cache, and mark the prefix as computed."""
+        slot = max(free_slots, key=lambda s: (self._common_prefix(s, seq.prompt_tokens), -self._slot_used.get(s, 0)))
+        # At least one prompt token must be evaluated to get logits for the first answer token.
+        reuse = min(self._common_prefix(slot, seq.prompt_tokens), seq.prompt_len - 1)
+        mem = llama_cpp.llama_get_memory(self.ctx)
+        if reuse <= 0 or not llama_cpp.llama_memory_seq_rm(mem, slot, reuse, -1):
+            llama_cpp.llama_memory_seq_rm(mem, slot, -1, -1)
+            reuse = 0
+        seq.num_computed = seq.num_cached = reuse
+        self._slot_tokens[slot] = []
+        self._slot_used[slot] = next(self._use_counter)
+        return slot
+
+    def release(self, seq: Sequence, *, keep_cache: bool = True) -> None:
+        """Free the sequence's sampler; its KV cells stay as the slot's cache (or are dropped)."""
         self.free_sampler(seq.seq_id)
+        if seq.slot is None or self.ctx is None:
+            return
+        mem = llama_cpp.llama_get_memory(self.ctx)
+        if keep_cache:
+            n_in_kv = llama_cpp.llama_memory_seq_pos_max(mem, seq.slot) + 1
+            self._slot_tokens[seq.slot] = (seq.prompt_tokens + seq.output_tokens)[:n_in_kv]
+        else:
+            llama_cpp.llama_memory_seq_rm(mem, seq.slot, -1, -1)
+            self._slot_tokens[seq.slot] = []
 
 
 def _raise_template_error(message: str):

@@ -10,6 +10,7 @@ Policies:
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from inference.engine.sequence import SeqStatus, Sequence
@@ -43,16 +44,49 @@ class Step:
         return sum(c.n_tokens for c in self.chunks if not c.prefill)
 
 
+AdmitHook = Callable[[Sequence, list[int]], int]
+
+
 class Scheduler:
-    def __init__(self, *, policy: str, n_slots: int, n_batch: int, token_budget: int | None = None):
-        if policy not in POLICIES:
-            raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
-        self.policy = policy
+    """Waiting and running sequences, and the choice of each step's tokens.
+
+    `budget_fn(n_decode)`, when given, sizes each chunked step (decodes included) instead of
+    the fixed `token_budget`: the engine passes its cost model's answer to "how many tokens fit
+    the target step time". `admit(seq, free_slots)` chooses the slot a sequence starts in and
+    may set `seq.num_computed` for a prefix already cached there (the engine's prefix reuse);
+    default: the lowest free slot, nothing cached.
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: str,
+        n_slots: int,
+        n_batch: int,
+        token_budget: int | None = None,
+        budget_fn: Callable[[int], int | None] | None = None,
+        admit: AdmitHook | None = None,
+    ):
+        self.set_policy(policy)
         self.n_batch = n_batch
         self.token_budget = min(token_budget or n_batch, n_batch)
+        self.budget_fn = budget_fn
+        self.admit_hook = admit
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self._free_slots = list(range(n_slots))
+
+    def set_policy(self, policy: str) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+        self.policy = policy
+
+    def step_budget(self, n_decode: int) -> int:
+        """Tokens allowed in the next chunked step, decodes included, within [1, n_batch]."""
+        budget = self.budget_fn(n_decode) if self.budget_fn else None
+        if budget is None:
+            budget = self.token_budget
+        return max(1, min(int(budget), self.n_batch))
 
     def add(self, seq: Sequence) -> None:
         seq.status = SeqStatus.WAITING
@@ -89,7 +123,9 @@ class Scheduler:
     def _admit(self, limit: int) -> None:
         while self.waiting and self._free_slots and len(self.running) < limit:
             seq = self.waiting.popleft()
-            seq.slot = self._free_slots.pop(0)
+            slot = self.admit_hook(seq, list(self._free_slots)) if self.admit_hook else self._free_slots[0]
+            self._free_slots.remove(slot)
+            seq.slot = slot
             seq.status = SeqStatus.RUNNING
             self.running.append(seq)
 
@@ -110,7 +146,7 @@ class Scheduler:
         for seq in self.running:
             if not seq.in_prefill:
                 step.chunks.append(Chunk(seq, 1, False))
-        cap = self.n_batch if self.policy == "continuous" else self.token_budget
+        cap = self.n_batch if self.policy == "continuous" else self.step_budget(step.num_tokens)
         room = cap - step.num_tokens
         for seq in self.running:  # admission order: the oldest prompt goes first
             if not seq.in_prefill:

@@ -100,6 +100,7 @@ class Sequence:
     notice: str = ""
     events: queue.Queue = field(default_factory=queue.Queue)
     stop_filter: StopStringFilter | None = None
+    first_logits: object = None  # numpy array, kept only when the engine is asked to (tests)
 
     @property
     def prompt_len(self) -> int:
