@@ -146,6 +146,7 @@ class Engine:
             return
         seq.prompt_tokens = prompt.tokens
         seq.stop_filter = StopStringFilter(tuple(seq.params.stop) + prompt.stop)
+        seq.stop_tokens = prompt.stop_tokens
         if prompt.dropped_messages:
             seq.notice = (
                 f"This conversation is longer than the model's context ({self.runner.config.n_ctx_seq:,} "
@@ -190,7 +191,7 @@ class Engine:
                 seq.emit("phase", phase="queued", position=self.scheduler.queue_position(seq))
 
     def _on_token(self, seq: Sequence, token: int, t: int) -> None:
-        if self.runner.is_eog(token):
+        if (self.runner.is_eog(token) or token in seq.stop_tokens) and not seq.params.ignore_eos:
             self._finish(seq, "stop", t)
             return
         first = not seq.output_tokens

@@ -22,6 +22,22 @@ from inference.engine.sequence import SamplingParams, Sequence
 
 log = logging.getLogger(__name__)
 
+# ggml's log levels (DEBUG=1, INFO=2, WARN=3, ERROR=4, CONT=5). llama-cpp-python's own
+# callback maps an older numbering and prints all of llama.cpp's load chatter to stderr;
+# ours forwards warnings and errors to Python logging and drops the rest.
+_GGML_WARN, _GGML_ERROR = 3, 4
+
+
+@llama_cpp.llama_log_callback
+def _llama_log(level: int, text: bytes, _user_data) -> None:
+    if level in (_GGML_WARN, _GGML_ERROR):
+        log.log(
+            logging.ERROR if level == _GGML_ERROR else logging.WARNING,
+            "llama.cpp: %s",
+            text.decode("utf-8", errors="replace").rstrip(),
+        )
+
+
 # Gemma's turn markup: the bundled Gemma 3 base GGUF carries no chat template, and this
 # markup is what Gemma-family models (and many others) are trained to follow.
 GEMMA_TURN_STOPS = ("<end_of_turn>", "<start_of_turn>")
@@ -62,6 +78,7 @@ class Prompt:
     tokens: list[int]
     dropped_messages: int
     stop: tuple[str, ...]
+    stop_tokens: frozenset[int] = frozenset()
 
 
 def render_gemma(messages: list[dict]) -> str:
@@ -108,6 +125,7 @@ class Runner:
         path = Path(cfg.model_path)
         if not path.is_file():
             raise EngineError("model_missing", f"The model file {path} does not exist.")
+        llama_cpp.llama_log_set(_llama_log, ctypes.c_void_p(0))
         llama_cpp.llama_backend_init()
         mparams = llama_cpp.llama_model_default_params()
         mparams.n_gpu_layers = cfg.n_gpu_layers
@@ -232,7 +250,17 @@ class Runner:
                 f"The prompt is {len(tokens):,} tokens; this model's context holds {n_ctx:,}. "
                 "Shorten the message or start a new conversation.",
             )
-        return Prompt(tokens=tokens, dropped_messages=dropped, stop=stop)
+        return Prompt(tokens=tokens, dropped_messages=dropped, stop=stop, stop_tokens=self.special_tokens(stop))
+
+    def special_tokens(self, texts: tuple[str, ...]) -> frozenset[int]:
+        """Ids of stop strings that are single special tokens (they detokenize to nothing, so
+        the text filter would never see them: e.g. Gemma's <start_of_turn>)."""
+        ids = set()
+        for text in texts:
+            tokens = self.tokenize(text, add_special=False)
+            if len(tokens) == 1:
+                ids.add(tokens[0])
+        return frozenset(ids)
 
     def _token_text(self, token: int) -> str:
         if token < 0:

@@ -26,6 +26,7 @@ class SamplingParams:
     repeat_penalty: float = 1.1
     seed: int = -1
     stop: tuple[str, ...] = ()
+    ignore_eos: bool = False  # benchmarks: always produce max_tokens
 
 
 @dataclass
@@ -100,6 +101,7 @@ class Sequence:
     notice: str = ""
     events: queue.Queue = field(default_factory=queue.Queue)
     stop_filter: StopStringFilter | None = None
+    stop_tokens: frozenset[int] = frozenset()
     first_logits: object = None  # numpy array, kept only when the engine is asked to (tests)
 
     @property

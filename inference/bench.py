@@ -1,0 +1,266 @@
+"""Engine benchmarks on the real model, in process: throughput per policy and the interference test.
+
+Ratios from one run on one machine are what matter: the machines are shared and noisy, so
+every configuration is measured in the same invocation, back to back.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from inference.engine.budget import StepCostModel
+from inference.engine.engine import Engine
+from inference.engine.runner import Runner, RunnerConfig
+from inference.engine.scheduler import Scheduler
+from inference.engine.sequence import SamplingParams, Sequence
+from inference.engine.timing import NS_PER_MS, PhaseClock, now_ns
+
+CHAT_PROMPT = "Write a long story about a lighthouse keeper and the sea."
+DOC_LINE = "Quarterly report line {i}: revenue grew, costs fell, and the team shipped the new release."
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    model_path: Path
+    threads: int = 0
+    slots: int = 4
+    n_batch: int = 512
+    stream_counts: tuple[int, ...] = (1, 2, 4)
+    output_tokens: int = 64
+    doc_tokens: int = 1500
+    chat_tokens: int = 200
+    budgets: tuple[int, ...] = (32, 64, 128)
+    target_ms: float = 150.0
+
+
+def _engine(cfg: BenchConfig, policy: str, budget: int = 256, target_ms: float | None = None) -> Engine:
+    runner = Runner(
+        RunnerConfig(
+            model_path=cfg.model_path, n_ctx_seq=4096, n_slots=cfg.slots, n_batch=cfg.n_batch, n_threads=cfg.threads
+        )
+    )
+    scheduler = Scheduler(policy=policy, n_slots=cfg.slots, n_batch=cfg.n_batch, token_budget=budget)
+    return Engine(runner=runner, scheduler=scheduler, cost_model=StepCostModel(target_ms))
+
+
+def _seq(seq_id: int, text: str, max_tokens: int) -> Sequence:
+    params = SamplingParams(max_tokens=max_tokens, temperature=0.0, repeat_penalty=1.0, ignore_eos=True)
+    return Sequence(
+        seq_id=seq_id, messages=[{"role": "user", "content": text}], params=params, clock=PhaseClock(now_ns())
+    )
+
+
+def _until(seq: Sequence, kinds: tuple[str, ...], timeout: float = 600) -> list:
+    seen = []
+    deadline = time.monotonic() + timeout
+    while True:
+        ev = seq.events.get(timeout=max(deadline - time.monotonic(), 0.01))
+        seen.append(ev)
+        if ev.kind in kinds:
+            return seen
+
+
+def _warm(engine: Engine) -> None:
+    seq = _seq(0, "Hello", 4)
+    engine.submit(seq)
+    _until(seq, ("done", "error"))
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def throughput(cfg: BenchConfig, policy: str) -> list[dict]:
+    """Aggregate output tokens/s with 1, 2, 4 streams of the same length."""
+    engine = _engine(cfg, policy)
+    rows = []
+    try:
+        _warm(engine)
+        for n in cfg.stream_counts:
+            seqs = [_seq(100 * n + i, CHAT_PROMPT, cfg.output_tokens) for i in range(n)]
+            start = now_ns()
+            for seq in seqs:
+                engine.submit(seq)
+            metrics = [_until(seq, ("done",))[-1].data["metrics"] for seq in seqs]
+            end = max(seq.clock.token_times[-1] for seq in seqs)
+            total = sum(m["output_tokens"] for m in metrics)
+            rows.append(
+                {
+                    "policy": policy,
+                    "streams": n,
+                    "output_tokens": total,
+                    "seconds": (end - start) / 1e9,
+                    "aggregate_tps": total / ((end - start) / 1e9),
+                    "per_stream_tps": statistics.mean(m["output_tps"] for m in metrics),
+                    "ttft_ms_mean": statistics.mean(m["ttft_ms"] for m in metrics),
+                }
+            )
+    finally:
+        engine.stop()
+    return rows
+
+
+def interference(cfg: BenchConfig, policy: str, budget: int = 256, target_ms: float | None = None) -> dict:
+    """Three chats decoding while a long document arrives: their stalls, and the document's TTFT.
+
+    1. Start three chats and let each produce a few tokens (steady decoding).
+    2. Submit a document of about cfg.doc_tokens tokens asking for a short answer.
+    3. Record every chat gap that ends inside the document's prefill (first chunk start ->
+       first answer token), then stop the chats.
+    """
+    engine = _engine(cfg, policy, budget=budget, target_ms=target_ms)
+    try:
+        _warm(engine)
+        if target_ms:  # let the cost model learn this box before the measured part
+            learn = [_seq(900 + i, CHAT_PROMPT + " " + DOC_LINE.format(i=i) * 8, 12) for i in range(3)]
+            for seq in learn:
+                engine.submit(seq)
+            for seq in learn:
+                _until(seq, ("done",))
+        # Long enough to outlast any policy's document prefill; serial runs them one by one.
+        chats = [_seq(1 + i, CHAT_PROMPT, cfg.chat_tokens) for i in range(3)]
+        for seq in chats:
+            engine.submit(seq)
+        for seq in chats[:1] if policy == "serial" else chats:
+            for _ in range(8):
+                _until(seq, ("token",))
+        lines, text = 0, ""
+        while len(engine.runner.tokenize(text)) < cfg.doc_tokens:
+            lines += 1
+            text = "Summarise this report in one sentence.\n" + "\n".join(DOC_LINE.format(i=i) for i in range(lines))
+        doc = _seq(50, text, 8)
+        engine.submit(doc)
+        done = _until(doc, ("done",))[-1]
+        window = (doc.clock.t_prefill_start, doc.clock.token_times[0])
+        for seq in chats:
+            engine.cancel(seq.seq_id)
+        for seq in chats:
+            _until(seq, ("done",))  # each sequence ends exactly once, cancelled or not
+        gaps = []
+        for seq in chats:
+            times = seq.clock.token_times
+            gaps += [(b - a) / NS_PER_MS for a, b in zip(times, times[1:], strict=False) if window[0] < b <= window[1]]
+        steady = []
+        for seq in chats:
+            times = [t for t in seq.clock.token_times if t < window[0]]
+            steady += [(b - a) / NS_PER_MS for a, b in zip(times[2:], times[3:], strict=False)]
+        steps = [s for s in engine.steps if 50 in s["seqs"] and s["prefill"]]
+        return {
+            "policy": policy,
+            "budget": budget if policy == "chunked" and not target_ms else None,
+            "target_ms": target_ms if policy == "chunked" else None,
+            "doc_prompt_tokens": doc.prompt_len,
+            "doc_ttft_ms": done.data["metrics"]["ttft_ms"],
+            "doc_prefill_ms": done.data["metrics"]["prefill_ms"],
+            "doc_prefill_steps": len(steps),
+            "chat_itl_steady_p50_ms": _pct(steady, 0.5),
+            "chat_itl_p50_ms": _pct(gaps, 0.5),
+            "chat_itl_p99_ms": _pct(gaps, 0.99),
+            "chat_itl_max_ms": max(gaps) if gaps else None,
+            "chat_tokens_during_prefill": len(gaps),
+        }
+    finally:
+        engine.stop()
+
+
+def run_all(cfg: BenchConfig, log=print) -> dict:
+    started = time.time()
+    result: dict = {
+        "machine": {"platform": platform.platform(), "processor": platform.processor(), "threads": cfg.threads},
+        "model": cfg.model_path.name,
+        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in cfg.__dict__.items()},
+        "throughput": [],
+        "interference": [],
+    }
+    for policy in ("serial", "continuous", "chunked"):
+        log(f"throughput: {policy}")
+        result["throughput"] += throughput(cfg, policy)
+    runs = [("serial", 256, None), ("continuous", 256, None)]
+    runs += [("chunked", b, None) for b in cfg.budgets]
+    runs += [("chunked", 256, cfg.target_ms)]
+    for policy, budget, target in runs:
+        log(f"interference: {policy} budget={budget} target={target}")
+        result["interference"].append(interference(cfg, policy, budget=budget, target_ms=target))
+    result["seconds"] = time.time() - started
+    return result
+
+
+def markdown(result: dict) -> str:
+    def f(v, digits=0):
+        return "–" if v is None else f"{v:,.{digits}f}"
+
+    out = ["| policy | streams | aggregate output tok/s | per-stream tok/s | mean TTFT ms |", "|---|---|---|---|---|"]
+    for r in result["throughput"]:
+        out.append(
+            f"| {r['policy']} | {r['streams']} | {f(r['aggregate_tps'], 1)} | {f(r['per_stream_tps'], 1)} "
+            f"| {f(r['ttft_ms_mean'])} |"
+        )
+    out += [
+        "",
+        "| policy | chunk budget | target step ms | chats' ITL before (p50) | chats' ITL during document prefill "
+        "p50 / p99 / max ms | document TTFT ms | prefill steps |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in result["interference"]:
+        out.append(
+            f"| {r['policy']} | {r['budget'] or '–'} | {f(r['target_ms'])} | {f(r['chat_itl_steady_p50_ms'])} "
+            f"| {f(r['chat_itl_p50_ms'])} / {f(r['chat_itl_p99_ms'])} / {f(r['chat_itl_max_ms'])} "
+            f"| {f(r['doc_ttft_ms'])} | {r['doc_prefill_steps']} |"
+        )
+    return "\n".join(out)
+
+
+def write_outputs(result: dict, out_dir: Path) -> tuple[Path, Path]:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path = out_dir / "engine.json"
+    json_path.write_text(json.dumps(result, indent=2))
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=("Aggregate output tokens/s by streams", "Chats' p99 gap vs the document's TTFT"),
+    )
+    for policy in ("serial", "continuous", "chunked"):
+        rows = [r for r in result["throughput"] if r["policy"] == policy]
+        fig.add_trace(
+            go.Bar(name=policy, x=[str(r["streams"]) for r in rows], y=[r["aggregate_tps"] for r in rows]), 1, 1
+        )
+    for r in result["interference"]:
+        label = (
+            r["policy"]
+            + (f" {r['budget']}" if r["budget"] else "")
+            + (f" {r['target_ms']:.0f}ms" if r["target_ms"] else "")
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=[r["doc_ttft_ms"]],
+                y=[r["chat_itl_p99_ms"]],
+                mode="markers+text",
+                text=[label],
+                textposition="top center",
+                name=label,
+                showlegend=False,
+            ),
+            1,
+            2,
+        )
+    fig.update_xaxes(title_text="concurrent streams", row=1, col=1)
+    fig.update_yaxes(title_text="tokens/s", row=1, col=1)
+    fig.update_xaxes(title_text="document TTFT (ms)", row=1, col=2)
+    fig.update_yaxes(title_text="chat inter-token gap p99 (ms)", type="log", row=1, col=2)
+    fig.update_layout(title=f"HomeAI engine on {result['model']}", barmode="group", height=480, width=1100)
+    html_path = out_dir / "engine.html"
+    fig.write_html(html_path, include_plotlyjs=True, full_html=True)
+    return json_path, html_path

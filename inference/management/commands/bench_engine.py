@@ -1,0 +1,36 @@
+"""python manage.py bench_engine: engine throughput per policy and the interference scenario."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from inference.bench import BenchConfig, markdown, run_all, write_outputs
+
+
+class Command(BaseCommand):
+    help = "Benchmark the engine on the configured model (throughput at 1/2/4 streams, prefill interference)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--threads", type=int, default=settings.HOMEAI_THREADS)
+        parser.add_argument("--output-tokens", type=int, default=64)
+        parser.add_argument("--doc-tokens", type=int, default=1500)
+        parser.add_argument("--budgets", default="32,64,128", help="chunk budgets to try, comma-separated")
+        parser.add_argument("--target-ms", type=float, default=150.0)
+        parser.add_argument("--out", default="docs/bench", help="folder for engine.json and engine.html")
+
+    def handle(self, *args, **opts):
+        cfg = BenchConfig(
+            model_path=settings.HOMEAI_MODEL_PATH,
+            threads=opts["threads"],
+            output_tokens=opts["output_tokens"],
+            doc_tokens=opts["doc_tokens"],
+            budgets=tuple(int(b) for b in opts["budgets"].split(",") if b),
+            target_ms=opts["target_ms"],
+        )
+        result = run_all(cfg, log=lambda msg: self.stderr.write(msg))
+        json_path, html_path = write_outputs(result, Path(opts["out"]))
+        self.stdout.write(markdown(result))
+        self.stdout.write(f"\nWrote {json_path} and {html_path} in {result['seconds']:.0f} s.")
