@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
@@ -13,7 +14,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from inference import redis_client, selectors, worker
+from inference import redis_client, selectors, services, worker
+from inference.services import ClientError
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -74,6 +76,17 @@ def conversation_delete(request: HttpRequest, conversation_id: int) -> HttpRespo
         raise Http404("No such conversation.")
     conversation.delete()
     return redirect("chat")
+
+
+@staff_member_required
+@require_POST
+def engine_policy(request: HttpRequest) -> HttpResponse:
+    """Switch the scheduling policy of every worker (staff only): serial, continuous or chunked."""
+    try:
+        services.engine_policy_set(policy=request.POST.get("policy", ""))
+    except ClientError as exc:
+        return JsonResponse({"error": exc.message}, status=400)
+    return JsonResponse({"policy": request.POST["policy"]})
 
 
 @require_GET

@@ -21,3 +21,6 @@ def cancel_key(generation_id: int) -> str:
 
 def worker_key(name: str) -> str:
     return WORKER_KEY_PREFIX + name
+
+
+POLICY_KEY = "homeai:policy"  # the scheduling policy every worker should use now (set by staff)

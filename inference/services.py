@@ -202,6 +202,15 @@ def generation_cancel(*, user, generation_id) -> None:
         redis_client.client().set(redis_client.cancel_key(generation.id), 1, ex=3600)
 
 
+def engine_policy_set(*, policy: str) -> None:
+    """Switch every worker's scheduling policy (they pick it up within a heartbeat)."""
+    from inference.engine.scheduler import POLICIES
+
+    if policy not in POLICIES:
+        raise ClientError("bad_request", f"Unknown policy {policy!r}; choose one of {', '.join(POLICIES)}.")
+    redis_client.client().set(redis_client.POLICY_KEY, policy)
+
+
 def generation_set_client_ttft(*, user, generation_id, ttft_ms) -> None:
     generation = selectors.generation_for_user(user=user, generation_id=generation_id)
     if generation is None:

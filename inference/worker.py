@@ -121,12 +121,20 @@ def _beat() -> None:
         try:
             _publish_steps()
             if time.monotonic() >= next_beat:
+                _follow_policy()
                 redis_client.client().set(key, json.dumps(status()), ex=ttl)
                 next_beat = time.monotonic() + interval
         except Exception:
             log.warning("heartbeat to Redis failed", exc_info=True)
         _heartbeat_stop.wait(STEPS_EVERY_S)
     redis_client.client().delete(key)
+
+
+def _follow_policy() -> None:
+    """Apply a policy switched at run time (by staff, for experiments) to this worker's engine."""
+    wanted = redis_client.client().get(redis_client.POLICY_KEY)
+    if wanted and _engine is not None and _engine.scheduler.policy != wanted.decode():
+        _engine.set_policy(wanted.decode())
 
 
 def start_heartbeat() -> None:

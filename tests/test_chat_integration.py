@@ -259,3 +259,24 @@ def test_sampling_options_are_checked_and_stored(worker, make_user, connect):
     generation = Generation.objects.get(id=events[0]["generation"])
     assert generation.sampling == {"temperature": 0.0, "seed": 7, "stop": ["\n\n"]}
     assert _done(events)["status"] == "done"
+
+
+def test_staff_can_switch_every_workers_policy_and_others_cannot(worker, make_user, health):
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from inference import redis_client
+
+    client = Client()
+    client.force_login(make_user("carol"))
+    assert client.post("/engine/policy/", {"policy": "serial"}).status_code == 302  # to the admin login
+    admin = get_user_model().objects.create_superuser("root", password="x" * 12)
+    client.force_login(admin)
+    assert client.post("/engine/policy/", {"policy": "fastest"}).status_code == 400
+    try:
+        assert client.post("/engine/policy/", {"policy": "serial"}).json() == {"policy": "serial"}
+        assert wait_until(lambda: health()["workers"]["items"][0]["policy"] == "serial", timeout=15)
+    finally:
+        client.post("/engine/policy/", {"policy": "chunked"})
+        assert wait_until(lambda: health()["workers"]["items"][0]["policy"] == "chunked", timeout=15)
+        redis_client.client().delete(redis_client.POLICY_KEY)
