@@ -25,6 +25,11 @@ def user_group(user_id: int) -> str:
     return f"user.{user_id}"
 
 
+def generation_group(generation_id: int) -> str:
+    """One answer's own group: API requests listen here (chat sockets listen per user)."""
+    return f"generation.{generation_id}"
+
+
 class _Relay:
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -82,6 +87,14 @@ def publish(user_id: int, events: list[dict]) -> None:
     """Send WebSocket events to every open chat socket of this user (non-blocking)."""
     if events:
         _relay.publish(user_group(user_id), {"type": RELAY_TYPE, "events": events})
+
+
+def publish_for(generation, events: list[dict]) -> None:
+    """Send an answer's events where its client listens: the chat sockets, or the API request."""
+    if not events:
+        return
+    group = user_group(generation.user_id) if generation.client == "chat" else generation_group(generation.id)
+    _relay.publish(group, {"type": RELAY_TYPE, "events": events})
 
 
 def publish_dashboard(events: list[dict]) -> None:

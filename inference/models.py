@@ -7,8 +7,13 @@ from django.db import models
 
 
 class Conversation(models.Model):
+    class Source(models.TextChoices):
+        CHAT = "chat"  # the chat page
+        API = "api"  # an OpenAI-compatible client; kept out of the chat sidebar
+
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations")
     title = models.CharField(max_length=120)
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.CHAT)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -21,6 +26,7 @@ class Conversation(models.Model):
 
 class Message(models.Model):
     class Role(models.TextChoices):
+        SYSTEM = "system"
         USER = "user"
         ASSISTANT = "assistant"
 
@@ -53,7 +59,9 @@ class Generation(models.Model):
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="generations")
     message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="generation")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
-    client = models.CharField(max_length=32, default="chat")
+    client = models.CharField(max_length=32, default="chat")  # "chat", or the API client's name
+    # /v1/completions: the last user message is the prompt itself, no chat template.
+    raw_prompt = models.BooleanField(default=False)
     model_name = models.CharField(max_length=255, blank=True)
     max_tokens = models.PositiveIntegerField()
     # Per-request sampling overrides (temperature, top_p, top_k, min_p, repeat_penalty, seed, stop).

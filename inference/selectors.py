@@ -18,7 +18,7 @@ def generation_for_user(*, user, generation_id) -> Generation | None:
 
 
 def conversation_list(*, user):
-    return Conversation.objects.filter(user=user).order_by("-updated_at")
+    return Conversation.objects.filter(user=user, source=Conversation.Source.CHAT).order_by("-updated_at")
 
 
 def prompt_messages(*, generation: Generation) -> list[dict]:

@@ -141,11 +141,7 @@ def generation_create(
     text = _validate_text(text)
     max_tokens = _validate_max_tokens(max_tokens)
     sampling = validate_sampling(options)
-    waiting = Generation.objects.filter(status=Generation.Status.QUEUED).count()
-    if waiting >= settings.HOMEAI_MAX_WAITING:
-        raise ClientError(
-            "busy", f"The server is busy: {waiting} answers are already waiting. Please try again in a minute."
-        )
+    _check_waiting_limit()
     t_arrive_ns = time.time_ns()
     with transaction.atomic():
         if conversation_id is None:
@@ -175,6 +171,55 @@ def generation_create(
     return generation
 
 
+def generation_create_api(
+    *, user, client: str, messages: list[dict] | None = None, prompt: str | None = None, max_tokens=None, options=None
+) -> Generation:
+    """An OpenAI-style request: its messages (or raw prompt) become an API conversation."""
+    if (messages is None) == (prompt is None):
+        raise ClientError("bad_request", "Give either messages or a prompt.")
+    if prompt is not None:
+        turns = [{"role": "user", "content": _validate_text(prompt)}]
+    else:
+        if not isinstance(messages, list) or not messages:
+            raise ClientError("bad_request", "messages must be a non-empty list.")
+        turns = []
+        for m in messages:
+            role = m.get("role") if isinstance(m, dict) else None
+            if role not in Message.Role.values:
+                raise ClientError("bad_request", "Each message needs a role of system, user or assistant.")
+            turns.append({"role": role, "content": _validate_text(m.get("content"))})
+        if turns[-1]["role"] == "assistant":
+            raise ClientError("bad_request", "The last message must come from the user (or system).")
+    max_tokens = _validate_max_tokens(max_tokens)
+    sampling = validate_sampling(options)
+    _check_waiting_limit()
+    t_arrive_ns = time.time_ns()
+    title = f"API · {client}: " + " ".join(turns[-1]["content"].split())[:TITLE_CHARS]
+    with transaction.atomic():
+        conversation = Conversation.objects.create(user=user, title=title[:120], source=Conversation.Source.API)
+        Message.objects.bulk_create(Message(conversation=conversation, **t) for t in turns)
+        reply = Message.objects.create(conversation=conversation, role=Message.Role.ASSISTANT, content="")
+        return Generation.objects.create(
+            user=user,
+            conversation=conversation,
+            message=reply,
+            client=client[:32] or "api",
+            raw_prompt=prompt is not None,
+            model_name=settings.HOMEAI_MODEL_PATH.name,
+            max_tokens=max_tokens,
+            sampling=sampling,
+            t_arrive_ns=t_arrive_ns,
+        )
+
+
+def _check_waiting_limit() -> None:
+    waiting = Generation.objects.filter(status=Generation.Status.QUEUED).count()
+    if waiting >= settings.HOMEAI_MAX_WAITING:
+        raise ClientError(
+            "busy", f"The server is busy: {waiting} answers are already waiting. Please try again in a minute."
+        )
+
+
 def generation_enqueue(*, generation: Generation) -> None:
     """Send the answer to a worker (after the client was told it is queued, so no event beats that)."""
     from inference.tasks import generate
@@ -193,8 +238,8 @@ def generation_cancel(*, user, generation_id) -> None:
     )
     if stopped:
         generation.refresh_from_db()
-        broadcast.publish(
-            user.id,
+        broadcast.publish_for(
+            generation,
             [_event("done", generation.id, status=generation.status, text="", metrics=generation.metrics(), notice="")],
         )
         broadcast.publish_dashboard([_dash_done(generation)])
@@ -244,6 +289,8 @@ def generation_run(*, generation_id: int) -> None:
         params=sampling_params(generation),
         clock=PhaseClock(t_arrive=wall_to_perf_ns(generation.t_arrive_ns)),
     )
+    if generation.raw_prompt:
+        seq.raw_prompt = seq.messages[-1]["content"]
     engine = worker.get_engine()
     engine.submit(seq)
     _relay_until_finished(generation, seq, engine)
@@ -295,7 +342,7 @@ class _DashboardFeed:
 
 
 def _relay_until_finished(generation: Generation, seq: Sequence, engine) -> None:
-    gid, uid = generation.id, generation.user_id
+    gid = generation.id
     pieces: list[str] = []
     saved = 0
     last_save = last_cancel_check = time.monotonic()
@@ -321,11 +368,11 @@ def _relay_until_finished(generation: Generation, seq: Sequence, engine) -> None
                 final = ev
         if final is not None:
             frame.append(_finish(generation, final, pieces))
-            broadcast.publish(uid, frame)
+            broadcast.publish_for(generation, frame)
             broadcast.publish_dashboard([_dash_done(generation)])
             r.delete(redis_client.cancel_key(gid))
             return
-        broadcast.publish(uid, frame)
+        broadcast.publish_for(generation, frame)
         feed.flush()
         now = time.monotonic()
         if len(pieces) != saved and now - last_save >= SAVE_EVERY_S:
@@ -397,6 +444,6 @@ def generations_interrupt_orphans() -> list[Generation]:
         if changed:
             interrupted.append(generation)
             generation.refresh_from_db()
-            broadcast.publish(generation.user_id, [_event("error", generation.id, code="interrupted", message=message)])
+            broadcast.publish_for(generation, [_event("error", generation.id, code="interrupted", message=message)])
             broadcast.publish_dashboard([_dash_done(generation)])
     return interrupted

@@ -280,3 +280,30 @@ def test_staff_can_switch_every_workers_policy_and_others_cannot(worker, make_us
         client.post("/engine/policy/", {"policy": "chunked"})
         assert wait_until(lambda: health()["workers"]["items"][0]["policy"] == "chunked", timeout=15)
         redis_client.client().delete(redis_client.POLICY_KEY)
+
+
+def test_api_requests_run_as_their_own_conversations_out_of_the_chat_sidebar(worker, make_user, settled):
+    from django.test import Client
+
+    from inference.services import generation_create_api, generation_enqueue
+
+    user = make_user()
+    chat = generation_create_api(
+        user=user,
+        client="scripts",
+        messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi."}],
+        max_tokens=6,
+    )
+    raw = generation_create_api(user=user, client="scripts", prompt="The capital of France is", max_tokens=6)
+    for generation in (chat, raw):
+        generation_enqueue(generation=generation)
+    ended = lambda: not Generation.objects.filter(status__in=Generation.ACTIVE).exists()  # noqa: E731
+    assert wait_until(ended, timeout=120)
+    chat.refresh_from_db()
+    raw.refresh_from_db()
+    assert chat.status == raw.status == "done"
+    assert raw.raw_prompt and raw.prompt_tokens < chat.prompt_tokens  # no turn markup around it
+    assert [m.role for m in chat.conversation.messages.all()] == ["system", "user", "assistant"]
+    client = Client()
+    client.force_login(user)
+    assert "API · scripts" not in client.get("/chat/").content.decode()

@@ -140,7 +140,10 @@ class Engine:
             return
         try:
             reserve = min(seq.params.max_tokens, self.runner.config.n_ctx_seq // 2)
-            prompt = self.runner.build_prompt(seq.messages, reserve=reserve)
+            if seq.raw_prompt is not None:
+                prompt = self.runner.build_raw_prompt(seq.raw_prompt)
+            else:
+                prompt = self.runner.build_prompt(seq.messages, reserve=reserve)
         except EngineError as exc:
             seq.emit("error", code=exc.code, message=exc.message)
             return

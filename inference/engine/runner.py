@@ -224,6 +224,21 @@ class Runner:
             text = text[len(bos) :]
         return text, ()
 
+    def build_raw_prompt(self, text: str) -> Prompt:
+        """A completion prompt: the text as is (BOS added per the model), no turns, no stops."""
+        tokens = self.tokenize(text)
+        self._check_fits(tokens)
+        return Prompt(tokens=tokens, dropped_messages=0, stop=())
+
+    def _check_fits(self, tokens: list[int]) -> None:
+        n_ctx = self.config.n_ctx_seq
+        if len(tokens) >= n_ctx:
+            raise EngineError(
+                "context_overflow",
+                f"The prompt is {len(tokens):,} tokens; this model's context holds {n_ctx:,}. "
+                "Shorten the message or start a new conversation.",
+            )
+
     def build_prompt(self, messages: list[dict], *, reserve: int) -> Prompt:
         """Render and tokenize; drop the oldest turns while the prompt plus `reserve` won't fit.
 
@@ -244,12 +259,7 @@ class Runner:
             cut = 2 if len(turns) > 2 and turns[0]["role"] == "user" and turns[1]["role"] == "assistant" else 1
             turns = turns[cut:]
             dropped += cut
-        if len(tokens) >= n_ctx:
-            raise EngineError(
-                "context_overflow",
-                f"The prompt is {len(tokens):,} tokens; this model's context holds {n_ctx:,}. "
-                "Shorten the message or start a new conversation.",
-            )
+        self._check_fits(tokens)
         return Prompt(tokens=tokens, dropped_messages=dropped, stop=stop, stop_tokens=self.special_tokens(stop))
 
     def special_tokens(self, texts: tuple[str, ...]) -> frozenset[int]:

@@ -102,6 +102,7 @@ class Sequence:
     events: queue.Queue = field(default_factory=queue.Queue)
     stop_filter: StopStringFilter | None = None
     stop_tokens: frozenset[int] = frozenset()
+    raw_prompt: str | None = None  # tokenized as is, without the chat template (completions)
     first_logits: object = None  # numpy array, kept only when the engine is asked to (tests)
 
     @property
