@@ -447,3 +447,21 @@ def generations_interrupt_orphans() -> list[Generation]:
             broadcast.publish_for(generation, [_event("error", generation.id, code="interrupted", message=message)])
             broadcast.publish_dashboard([_dash_done(generation)])
     return interrupted
+
+
+NO_WORKER_MESSAGE = "No worker is running right now; this message will be answered as soon as one starts."
+
+
+def generations_notify_no_worker(*, notified: set[int]) -> None:
+    """Tell people whose answers wait that no worker is alive (once per answer), so a stopped
+    worker shows up as a sentence instead of an endless "queued"."""
+    from inference import worker
+
+    if worker.live_workers():
+        notified.clear()
+        return
+    cutoff = timezone.now() - timezone.timedelta(seconds=settings.HOMEAI_WORKER_TTL)
+    waiting = Generation.objects.filter(status=Generation.Status.QUEUED, created_at__lt=cutoff).exclude(id__in=notified)
+    for generation in waiting.select_related("user"):
+        notified.add(generation.id)
+        broadcast.publish_for(generation, [_event("phase", generation.id, phase="notice", message=NO_WORKER_MESSAGE)])

@@ -17,9 +17,11 @@ _task: asyncio.Task | None = None
 
 async def _sweep_forever() -> None:
     interval = max(settings.HOMEAI_WORKER_TTL / 4, 0.5)
+    notified: set[int] = set()
     while True:
         try:
             await database_sync_to_async(services.generations_interrupt_orphans)()
+            await database_sync_to_async(services.generations_notify_no_worker)(notified=notified)
         except Exception:
             log.exception("interrupted-answer sweep failed")
         await asyncio.sleep(interval)

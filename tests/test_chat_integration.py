@@ -137,6 +137,18 @@ def test_a_killed_worker_leaves_the_partial_answer_interrupted_and_tells_the_bro
     assert health()["workers"]["count"] == 0
 
 
+def test_a_message_sent_while_no_worker_runs_is_kept_and_answered_when_one_starts(worker, make_user, connect):
+    sock = connect(make_user())
+    worker.stop()
+    sock.send({"type": "chat.send", "conversation": None, "text": "Are you there?", "max_tokens": 4})
+    notice = sock.collect(lambda e: e["type"] == "generation.phase" and e["phase"] == "notice", timeout=20)[-1]
+    assert "No worker is running" in notice["message"]
+    assert Generation.objects.get(id=notice["generation"]).status == "queued"
+    worker.start()
+    done = sock.collect(lambda e: e["type"] == "generation.done", timeout=120)[-1]
+    assert done["generation"] == notice["generation"] and done["status"] == "done"
+
+
 def test_a_second_user_cannot_read_continue_cancel_or_watch_the_first_users_chat(
     worker, make_user, connect, live_server_url
 ):
