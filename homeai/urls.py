@@ -14,6 +14,7 @@ urlpatterns = [
     path("chat/<int:conversation_id>/delete/", views.conversation_delete, name="conversation_delete"),
     path("healthz", views.healthz, name="healthz"),
     path("engine/policy/", views.engine_policy, name="engine_policy"),
+    path("models/", views.model_library, name="model_library"),
     path("dashboard/", include("dashboard.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -6,6 +6,31 @@ from django.conf import settings
 from django.db import models
 
 
+class EngineConfig(models.Model):
+    """The model the workers run and its runtime settings, chosen in the model library.
+
+    One row. Empty fields fall back to the environment (HOMEAI_MODEL_PATH, HOMEAI_CONTEXT,
+    HOMEAI_THREADS, HOMEAI_GPU_LAYERS).
+    """
+
+    model_name = models.CharField(max_length=255, blank=True)  # a file name in the models directory
+    context = models.PositiveIntegerField(null=True, blank=True)
+    threads = models.PositiveIntegerField(null=True, blank=True)
+    gpu_layers = models.IntegerField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.model_name or "defaults from the environment"
+
+    @classmethod
+    def current(cls) -> EngineConfig:
+        return cls.objects.get_or_create(pk=1)[0]
+
+    @property
+    def version(self) -> str:
+        return self.updated_at.isoformat()
+
+
 class Conversation(models.Model):
     class Source(models.TextChoices):
         CHAT = "chat"  # the chat page
@@ -129,3 +154,28 @@ class Generation(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+
+class ApiKey(models.Model):
+    """A personal key for the OpenAI-compatible API; only its SHA-256 hash is kept."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100)
+    # The key's first characters, so a person can tell their keys apart without the secret.
+    prefix = models.CharField(max_length=16)
+    # A key carries 256 random bits, so a fast hash is as safe as a slow password hash
+    # here, and it can be looked up directly (unique index) on every request.
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

@@ -24,3 +24,4 @@ def worker_key(name: str) -> str:
 
 
 POLICY_KEY = "homeai:policy"  # the scheduling policy every worker should use now (set by staff)
+ENGINE_CONFIG_KEY = "homeai:engine-config"  # version of the model library's choice; workers reload on change

@@ -247,6 +247,29 @@ def generation_cancel(*, user, generation_id) -> None:
         redis_client.client().set(redis_client.cancel_key(generation.id), 1, ex=3600)
 
 
+def engine_config_set(*, model_name: str, context: int | None, threads: int | None, gpu_layers: int | None):
+    """Choose the workers' model and settings (model library); they switch within a heartbeat."""
+    from inference import model_library
+    from inference.models import EngineConfig
+
+    model = model_library.find(model_name)
+    if model is None:
+        raise ClientError("not_found", f"There is no model file named {model_name!r} in the models folder.")
+    if not model.usable:
+        raise ClientError("model_unusable", f"{model.name} cannot be used: {model.problem}")
+    if context is not None and model.context_length and context > model.context_length:
+        raise ClientError(
+            "bad_request",
+            f"{model.name} was trained for {model.context_length:,} tokens of context; {context:,} is more.",
+        )
+    config = EngineConfig.current()
+    config.model_name = model.name
+    config.context, config.threads, config.gpu_layers = context, threads, gpu_layers
+    config.save()
+    redis_client.client().set(redis_client.ENGINE_CONFIG_KEY, config.version)
+    return config
+
+
 def engine_policy_set(*, policy: str) -> None:
     """Switch every worker's scheduling policy (they pick it up within a heartbeat)."""
     from inference.engine.scheduler import POLICIES
@@ -277,8 +300,9 @@ def generation_run(*, generation_id: int) -> None:
     """
     from inference import worker
 
+    engine = worker.get_engine()
     claimed = Generation.objects.filter(id=generation_id, status=Generation.Status.QUEUED).update(
-        status=Generation.Status.RUNNING, worker=worker.worker_name()
+        status=Generation.Status.RUNNING, worker=worker.worker_name(), model_name=engine.runner.config.model_path.name
     )
     if claimed != 1:
         return
@@ -291,7 +315,6 @@ def generation_run(*, generation_id: int) -> None:
     )
     if generation.raw_prompt:
         seq.raw_prompt = seq.messages[-1]["content"]
-    engine = worker.get_engine()
     engine.submit(seq)
     _relay_until_finished(generation, seq, engine)
 

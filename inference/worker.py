@@ -30,23 +30,31 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def runner_config():
+    """The environment's settings, overridden by the model library's choice (EngineConfig)."""
+    from inference.engine.runner import RunnerConfig
+    from inference.models import EngineConfig
+
+    chosen = EngineConfig.current()
+    path = settings.MODELS_DIR / chosen.model_name if chosen.model_name else settings.HOMEAI_MODEL_PATH
+    return RunnerConfig(
+        model_path=path,
+        n_ctx_seq=chosen.context or settings.HOMEAI_CONTEXT,
+        n_slots=settings.HOMEAI_SLOTS,
+        n_batch=settings.HOMEAI_BATCH,
+        n_threads=settings.HOMEAI_THREADS if chosen.threads is None else chosen.threads,
+        n_gpu_layers=settings.HOMEAI_GPU_LAYERS if chosen.gpu_layers is None else chosen.gpu_layers,
+    )
+
+
 def build_engine():
     """Engine, Runner and Scheduler from settings; imports llama.cpp only here, in the worker."""
     from inference.engine.budget import StepCostModel
     from inference.engine.engine import Engine
-    from inference.engine.runner import Runner, RunnerConfig
+    from inference.engine.runner import Runner
     from inference.engine.scheduler import Scheduler
 
-    runner = Runner(
-        RunnerConfig(
-            model_path=settings.HOMEAI_MODEL_PATH,
-            n_ctx_seq=settings.HOMEAI_CONTEXT,
-            n_slots=settings.HOMEAI_SLOTS,
-            n_batch=settings.HOMEAI_BATCH,
-            n_threads=settings.HOMEAI_THREADS,
-            n_gpu_layers=settings.HOMEAI_GPU_LAYERS,
-        )
-    )
+    runner = Runner(runner_config())
     scheduler = Scheduler(
         policy=settings.HOMEAI_POLICY,
         n_slots=settings.HOMEAI_SLOTS,
@@ -121,7 +129,7 @@ def _beat() -> None:
         try:
             _publish_steps()
             if time.monotonic() >= next_beat:
-                _follow_policy()
+                _follow_controls()
                 redis_client.client().set(key, json.dumps(status()), ex=ttl)
                 next_beat = time.monotonic() + interval
         except Exception:
@@ -130,9 +138,25 @@ def _beat() -> None:
     redis_client.client().delete(key)
 
 
-def _follow_policy() -> None:
-    """Apply a policy switched at run time (by staff, for experiments) to this worker's engine."""
-    wanted = redis_client.client().get(redis_client.POLICY_KEY)
+_UNSEEN = object()
+_seen_config: object = _UNSEEN
+
+
+def _follow_controls() -> None:
+    """Apply what staff changed at run time: the scheduling policy, or the model library's
+    choice (a new engine takes new requests; the old one finishes its own, then unloads)."""
+    global _engine, _seen_config
+    r = redis_client.client()
+    version = r.get(redis_client.ENGINE_CONFIG_KEY)
+    if _seen_config is _UNSEEN:
+        _seen_config = version  # the engine was just built from the database: nothing to apply
+    elif version != _seen_config and _engine is not None:
+        _seen_config = version
+        with _engine_lock:
+            old, _engine = _engine, build_engine()
+        old.retire()
+        log.info("engine settings changed: %s will load on the next request", _engine.runner.config.model_path.name)
+    wanted = r.get(redis_client.POLICY_KEY)
     if wanted and _engine is not None and _engine.scheduler.policy != wanted.decode():
         _engine.set_policy(wanted.decode())
 

@@ -85,6 +85,23 @@ class WorkerProcess:
                 self.kill()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def bundled_model():
+    """The bundled model in the test models folder: a hard link to the one `make` assembled
+    (no 253 MB copy), or assembled from its package."""
+    from inference.worker import ensure_bundled_model
+
+    target = Path(settings.BUNDLED_MODEL_PATH)
+    source = ROOT / "data" / "models" / target.name
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.exists():
+            os.link(source, target)
+        else:
+            ensure_bundled_model()
+    return target
+
+
 @pytest.fixture(scope="session")
 def live_server_url(django_db_setup):
     port = _free_port()

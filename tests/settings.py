@@ -9,7 +9,8 @@ from pathlib import Path
 
 _BASE = Path(__file__).resolve().parent.parent
 os.environ.setdefault("HOMEAI_DATA_DIR", str(_BASE / "data" / "test"))
-os.environ.setdefault("HOMEAI_MODELS_DIR", str(_BASE / "data" / "models"))
+# Its own models folder (the model-library tests add files); conftest links the bundled model in.
+os.environ.setdefault("HOMEAI_MODELS_DIR", str(_BASE / "data" / "test" / "models"))
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("HOMEAI_QUEUE", "homeai-test")
 os.environ.setdefault("HOMEAI_CHANNEL_PREFIX", "homeai-test")

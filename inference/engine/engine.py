@@ -48,6 +48,7 @@ class Engine:
         self._by_id: dict[int, Sequence] = {}
         self._thread = threading.Thread(target=self._run_forever, name="homeai-engine", daemon=True)
         self._stopping = False
+        self._retiring = False
         self.load_error: EngineError | None = None
         self._thread.start()
 
@@ -62,6 +63,10 @@ class Engine:
         """Switch the scheduling policy from the next step on (for live experiments)."""
         Scheduler(policy=policy, n_slots=1, n_batch=1)  # validates the name in the caller's thread
         self._inbox.put(("policy", policy))
+
+    def retire(self) -> None:
+        """Finish the sequences it holds, then unload (a newer engine takes new requests)."""
+        self._inbox.put(("retire", None))
 
     def stop(self) -> None:
         self._stopping = True
@@ -85,7 +90,7 @@ class Engine:
 
     # --- the owner thread ----------------------------------------------------------------------
     def _run_forever(self) -> None:
-        while not self._stopping:
+        while not self._stopping and not (self._retiring and not self.scheduler.has_work()):
             try:
                 self._drain_inbox(block=not self.scheduler.has_work())
                 if self.scheduler.has_work():
@@ -116,6 +121,8 @@ class Engine:
                     self._finish(seq, "cancelled", now_ns())
             elif kind == "policy":
                 self.scheduler.set_policy(obj)
+            elif kind == "retire":
+                self._retiring = True
 
     def _load(self, paying: list[Sequence]) -> None:
         for seq in paying:
@@ -132,6 +139,9 @@ class Engine:
         for seq in paying:
             seq.clock.load_ns = load_ns
             seq.emit("phase", phase="load", state="done", ms=load_ns / NS_PER_MS)
+            if self.runner.load_notice:
+                seq.notice = self.runner.load_notice
+                seq.emit("phase", phase="notice", message=seq.notice)
 
     def _accept(self, seq: Sequence) -> None:
         if not self.runner.loaded:
@@ -151,11 +161,12 @@ class Engine:
         seq.stop_filter = StopStringFilter(tuple(seq.params.stop) + prompt.stop)
         seq.stop_tokens = prompt.stop_tokens
         if prompt.dropped_messages:
-            seq.notice = (
+            dropped = (
                 f"This conversation is longer than the model's context ({self.runner.config.n_ctx_seq:,} "
                 f"tokens): the oldest {prompt.dropped_messages} message(s) were left out of this answer."
             )
-            seq.emit("phase", phase="notice", message=seq.notice)
+            seq.notice = f"{seq.notice} {dropped}".strip()
+            seq.emit("phase", phase="notice", message=dropped)
         self.runner.new_sampler(seq.seq_id, seq.params)
         self._by_id[seq.seq_id] = seq
         self.scheduler.add(seq)

@@ -111,6 +111,7 @@ class Runner:
         self._piece_buf = ctypes.create_string_buffer(256)
         # What each slot's KV cache holds after its last sequence ended: the next turn of a
         # conversation that lands there skips re-evaluating the history it shares.
+        self.load_notice = ""  # something the person should know about how the model runs
         self._slot_tokens: dict[int, list[int]] = {}
         self._slot_used: dict[int, int] = {}
         self._use_counter = itertools.count(1)
@@ -129,6 +130,13 @@ class Runner:
         llama_cpp.llama_backend_init()
         mparams = llama_cpp.llama_model_default_params()
         mparams.n_gpu_layers = cfg.n_gpu_layers
+        self.load_notice = ""
+        if cfg.n_gpu_layers != 0 and not llama_cpp.llama_supports_gpu_offload():
+            self.load_notice = (
+                f"{cfg.n_gpu_layers} GPU layers were asked for, but this build of llama.cpp has no GPU support "
+                "(use the CUDA image): the model runs on the CPU."
+            )
+            log.warning(self.load_notice)
         model = llama_cpp.llama_model_load_from_file(str(path).encode(), mparams)
         if not model:
             raise EngineError("model_unusable", f"llama.cpp could not load {path.name}: is it a valid GGUF file?")

@@ -1,0 +1,89 @@
+"""The model library: GGUF files in the models directory, described without loading them."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    path: str
+    name: str
+    size_bytes: int
+    usable: bool
+    problem: str = ""
+    architecture: str = ""
+    title: str = ""
+    n_params: int = 0
+    quantization: str = ""
+    context_length: int = 0
+    bundled: bool = False
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _field(reader, key: str):
+    field = reader.fields.get(key)
+    return None if field is None else field.contents()
+
+
+@functools.lru_cache(maxsize=256)
+def _inspect_cached(path: str, size: int, mtime_ns: int) -> ModelFile:
+    """Read the GGUF header (metadata and tensor shapes); keyed by size and mtime so a
+    replaced file is read again."""
+    from gguf import GGUFReader, LlamaFileType
+
+    name = Path(path).name
+    bundled = Path(path) == settings.BUNDLED_MODEL_PATH
+    try:
+        reader = GGUFReader(path)
+        arch = str(_field(reader, "general.architecture") or "")
+        file_type = _field(reader, "general.file_type")
+        try:
+            quant = LlamaFileType(int(file_type)).name.removeprefix("MOSTLY_") if file_type is not None else ""
+        except ValueError:
+            quant = f"type {file_type}"
+        return ModelFile(
+            path=path,
+            name=name,
+            size_bytes=size,
+            usable=bool(arch) and bool(reader.tensors),
+            problem="" if arch and reader.tensors else "The file has no architecture or no tensors.",
+            architecture=arch,
+            title=str(_field(reader, "general.name") or ""),
+            n_params=sum(int(t.n_elements) for t in reader.tensors),
+            quantization=quant,
+            context_length=int(_field(reader, f"{arch}.context_length") or 0),
+            bundled=bundled,
+        )
+    except Exception as exc:  # any unreadable file is listed, never fatal
+        reason = str(exc) or exc.__class__.__name__
+        if "magic" in reason.lower():
+            reason = "This is not a GGUF file (its first bytes are not the GGUF signature)."
+        return ModelFile(path=path, name=name, size_bytes=size, usable=False, problem=reason, bundled=bundled)
+
+
+def inspect(path: Path) -> ModelFile:
+    stat = path.stat()
+    return _inspect_cached(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+def scan(models_dir: Path | None = None) -> list[ModelFile]:
+    """Every *.gguf in the models directory (bundled first), each described or marked unusable."""
+    folder = Path(models_dir or settings.MODELS_DIR)
+    paths = sorted(p for p in folder.glob("*.gguf") if p.is_file()) if folder.is_dir() else []
+    models = [inspect(p) for p in paths]
+    return sorted(models, key=lambda m: (not m.bundled, m.name.lower()))
+
+
+def find(name: str, models_dir: Path | None = None) -> ModelFile | None:
+    """A model of the library by file name (names only: no paths from a form reach the disk)."""
+    return next((m for m in scan(models_dir) if m.name == name), None)
