@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import threading
 
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
 
-from inference import services, worker
+from inference import probe, services, worker
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,8 @@ def _on_worker_ready(**_kwargs) -> None:
     # request's queue time is not inflated by it; the model itself loads on the first request.
     worker.get_engine()
     worker.start_heartbeat()
+    # Memory bandwidth and FLOP/s for the dashboard's "why" panel: a second or two, cached per host.
+    threading.Thread(target=probe.ensure_cached, name="homeai-probe", daemon=True).start()
     interrupted = services.generations_interrupt_orphans()
     if interrupted:
         log.warning("marked %d answers of a stopped worker as interrupted", len(interrupted))

@@ -110,8 +110,16 @@ def ensure_bundled_model() -> None:
 
 
 def status() -> dict:
+    from inference import probe
+
     engine = _engine
-    base = {"worker": worker_name(), "time": time.time(), "pid": os.getpid()}
+    base = {
+        "worker": worker_name(),
+        "time": time.time(),
+        "pid": os.getpid(),
+        "n_gpu_layers": engine.runner.config.n_gpu_layers if engine else settings.HOMEAI_GPU_LAYERS,
+        "gpus": probe.gpu_live(),
+    }
     if engine is None:
         base.update(loaded=False, model=settings.HOMEAI_MODEL_PATH.name, running=0, waiting=0)
     else:

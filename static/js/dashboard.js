@@ -1,0 +1,578 @@
+/* HomeAI latency dashboard: draws the server's Plotly figures (dashboard/charts.py) and keeps them
+ * live from /ws/dashboard/. The feed carries metrics only; the one piece of text on this page, a
+ * prompt preview the server already limited to its owner and admins, is set through textContent. */
+(function () {
+  "use strict";
+
+  const root = document.getElementById("dashboard");
+  const $ = (id) => document.getElementById(id);
+  const PHASES = ["queue", "load", "prefill", "decode"];
+  const PHASE_LABELS = { queue: "Queue", load: "Load", prefill: "Prefill", decode: "Decode", other: "Unfinished" };
+  const FALLBACK_COLORS = { queue: "#d99a1e", load: "#9b59d0", prefill: "#2b8fd6", decode: "#22a06b", other: "#9aa0ab" };
+  const ACTIVE = new Set(["queued", "running"]);
+  // The same cut as charts.timeline_rows: the newest rows that still share a readable time axis.
+  const TIMELINE_ROWS = 30;
+  const TIMELINE_WINDOW_S = 15 * 60;
+  const TABLE_ROWS = 50;
+  const REFRESH_DELAY_MS = 800;
+  const PLOT_CONFIG = {
+    displaylogo: false, responsive: true,
+    modeBarButtonsToRemove: ["select2d", "lasso2d", "toggleSpikelines", "hoverClosestCartesian", "hoverCompareCartesian"],
+  };
+
+  if (!window.Plotly) return;
+  if (!root) {
+    // A request's detail page: one static token chart.
+    const fig = readJson("token-figure");
+    const div = $("chart-tokens");
+    if (fig && div) {
+      div.classList.toggle("is-empty", !figureHasData(fig));
+      Plotly.newPlot(div, fig.data, themed(fig.layout || {}, "tokens"), PLOT_CONFIG);
+    }
+    return;
+  }
+
+  let data = readJson("dashboard-data") || {};
+  const colors = Object.assign({}, FALLBACK_COLORS, traceColors(data.figures && data.figures.timeline));
+  const rows = new Map();   // id -> row of a request the server or the feed reported finished (or active at load)
+  const live = new Map();   // id -> {row, starts: {phase: epoch s}, phase}: requests in flight, from the feed
+  let selected = data.selected || null;
+  let pinned = false;       // the reader chose a request: keep it instead of following the newest
+  let socket = null;
+  let everConnected = false;
+  let retryDelay = 1000;
+  let retryTimer = null;
+  let refreshTimer = null;
+  let refreshing = null;
+
+  const charts = {};
+  for (const div of root.querySelectorAll("[data-chart]")) charts[div.dataset.chart] = div;
+
+  function readJson(id) {
+    const node = $(id);
+    try { return node ? JSON.parse(node.textContent) : null; } catch (e) { return null; }
+  }
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text != null) node.textContent = text;
+    return node;
+  }
+
+  function traceColors(fig) {
+    const out = {};
+    for (const trace of (fig && fig.data) || []) {
+      if (trace.meta && trace.marker && typeof trace.marker.color === "string") out[trace.meta] = trace.marker.color;
+    }
+    return out;
+  }
+
+  /* ---------- Formatting ---------- */
+
+  const isNum = (v) => typeof v === "number" && Number.isFinite(v);
+  function fmtMs(ms) {
+    if (!isNum(ms)) return "–";
+    if (Math.abs(ms) < 10) return `${ms.toFixed(1)} ms`;
+    if (Math.abs(ms) < 1000) return `${Math.round(ms)} ms`;
+    return `${(ms / 1000).toFixed(2)} s`;
+  }
+  const fmtRate = (r) => (!isNum(r) ? "–" : r >= 100 ? Math.round(r).toLocaleString() : r.toFixed(1));
+  const fmtInt = (n) => (isNum(n) ? Math.round(n).toLocaleString() : "–");
+  function fmtBytes(n) {
+    if (!isNum(n)) return "–";
+    const units = [["GB", 1e9], ["MB", 1e6], ["kB", 1e3]];
+    for (const [unit, size] of units) if (n >= size) return `${(n / size).toFixed(n >= 100 * size ? 0 : 1)} ${unit}`;
+    return `${n} B`;
+  }
+  function fmtCount(n) {
+    if (!isNum(n)) return "–";
+    if (n >= 1e9) return `${(n / 1e9).toFixed(n >= 1e11 ? 0 : 1)} billion`;
+    if (n >= 1e6) return `${(n / 1e6).toFixed(n >= 1e8 ? 0 : 1)} million`;
+    return fmtInt(n);
+  }
+  // Wall-clock strings in the server's time zone, exactly as charts.wall() writes them.
+  const wall = (t) => new Date((t + (data.utc_offset_s || 0)) * 1000).toISOString().slice(0, 23).replace("T", " ");
+  const clock = (t) => wall(t).slice(11, 19);
+
+  /* ---------- Plotly ---------- */
+
+  function cssVar(name, fallback) {
+    const value = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+    return value || fallback;
+  }
+
+  // Server figures carry light-theme text colours; the page's CSS variables know the real theme.
+  function themed(layout, name) {
+    const l = Object.assign({}, layout);
+    l.font = Object.assign({}, layout.font, { color: cssVar("--text-muted", "#6a717d") });
+    l.hoverlabel = {
+      bgcolor: cssVar("--surface", "#fff"), bordercolor: cssVar("--border-strong", "#ccc"),
+      font: { color: cssVar("--text", "#1d2025"), size: 12 },
+    };
+    l.uirevision = name;  // keep the reader's zoom and hidden traces across live redraws
+    return l;
+  }
+
+  function draw(name, fig) {
+    const div = charts[name];
+    if (!div || !fig) return;
+    const empty = !figureHasData(fig);
+    div.classList.toggle("is-empty", empty);
+    const layout = themed(fig.layout || {}, name);
+    // Axes around nothing (all ticks at 00:00:00) only distract from the "no data" note.
+    for (const key of axisKeys(layout)) layout[key] = Object.assign({}, layout[key], { visible: !empty });
+    if (empty) Object.assign(layout, { shapes: [], annotations: [] });
+    Plotly.react(div, fig.data, layout, PLOT_CONFIG);
+  }
+
+  const axisKeys = (layout) => Object.keys(layout).filter((k) => /^[xy]axis\d*$/.test(k));
+
+  // A chart that was empty gets its first points from the feed: bring its axes back.
+  function markFilled(div) {
+    if (!div.classList.contains("is-empty")) return;
+    div.classList.remove("is-empty");
+    const update = {};
+    for (const key of axisKeys(div.layout)) update[`${key}.visible`] = true;
+    Plotly.relayout(div, update);
+  }
+
+  function figureHasData(fig) {
+    return (fig.data || []).some((t) => Array.isArray(t.x) && t.x.some((v) => v !== null && v !== undefined));
+  }
+
+  /* ---------- Timeline: finished rows from the server, growing rows from the feed ---------- */
+
+  function phaseSegments(row) {
+    let t = row.t_arrive;
+    if (!isNum(row.ttft_ms) || !isNum(row.queue_ms)) {
+      return isNum(row.t_end) && row.t_end > t ? [["other", t, (row.t_end - t) * 1000]] : [];
+    }
+    const v = (x) => (isNum(x) ? Math.max(x, 0) : 0);
+    const durations = {
+      queue: v(row.queue_ms), load: v(row.load_ms), prefill: v(row.prefill_ms),
+      decode: v(row.first_token_ms) + v(row.decode_ms),
+    };
+    return PHASES.map((phase) => {
+      const seg = [phase, t, durations[phase]];
+      t += durations[phase] / 1000;
+      return seg;
+    });
+  }
+
+  function liveSegments(entry, now) {
+    const order = PHASES.filter((p) => isNum(entry.starts[p]));
+    return order.map((phase, i) => {
+      const start = entry.starts[phase];
+      const end = i + 1 < order.length ? entry.starts[order[i + 1]] : Math.max(now, start);
+      return [phase, start, (end - start) * 1000];
+    });
+  }
+
+  const rowLabel = (row) => `#${row.id} ${row.username || ""}`.trim();
+
+  function timelineFigure() {
+    const now = Date.now() / 1000;
+    const all = new Map(rows);
+    for (const [id, entry] of live) all.set(id, entry.row);
+    const newest = [...all.values()].sort((a, b) => b.t_arrive - a.t_arrive).slice(0, TIMELINE_ROWS);
+    const shown = newest.length ? newest.filter((r) => r.t_arrive >= newest[0].t_arrive - TIMELINE_WINDOW_S) : [];
+    const labels = shown.map(rowLabel);
+    const traces = {};
+    for (const phase of [...PHASES, "other"]) traces[phase] = { y: [], x: [], base: [], id: [] };
+    shown.forEach((row, i) => {
+      const entry = live.get(row.id);
+      for (const [phase, start, ms] of entry ? liveSegments(entry, now) : phaseSegments(row)) {
+        const trace = traces[phase];
+        trace.y.push(labels[i]);
+        trace.x.push(Math.round(ms * 1000) / 1000);
+        trace.base.push(wall(start));
+        trace.id.push(row.id);
+      }
+    });
+    const base = (data.figures && data.figures.timeline) || { layout: {} };
+    const traceList = [...PHASES, "other"].filter((p) => p !== "other" || traces.other.y.length).map((phase) => ({
+      type: "bar", name: PHASE_LABELS[phase], orientation: "h", meta: phase,
+      y: traces[phase].y, x: traces[phase].x, base: traces[phase].base, customdata: traces[phase].id,
+      marker: { color: colors[phase], line: { width: 0 } },
+      hovertemplate: `${PHASE_LABELS[phase]} %{x:,.1f} ms<br>request #%{customdata}<extra></extra>`,
+    }));
+    const layout = Object.assign({}, base.layout, { height: Math.max(220, 60 + 22 * shown.length) });
+    layout.yaxis = Object.assign({}, base.layout.yaxis, { categoryarray: labels });
+    return { data: traceList, layout };
+  }
+
+  function renderTimeline() { draw("timeline", timelineFigure()); }
+
+  /* ---------- Feed events ---------- */
+
+  function matchesFilter(ev) {
+    const model = data.filters && data.filters.model;
+    return !model || ev.model === model;
+  }
+
+  function baseRow(ev) {
+    return {
+      id: ev.generation, user_id: ev.user_id, username: ev.username, client: ev.client, model: ev.model,
+      status: ev.status, t_arrive: ev.t_arrive, t_end: null, text_visible: null, prompt_preview: null,
+    };
+  }
+
+  function onUpdate(ev) {
+    if (!matchesFilter(ev)) return;
+    let entry = live.get(ev.generation);
+    if (!entry) {
+      const known = rows.get(ev.generation);
+      if (known && !ACTIVE.has(known.status)) return;  // a late update after the request ended
+      entry = { row: Object.assign(baseRow(ev), known ? { prompt_preview: known.prompt_preview, text_visible: known.text_visible } : {}), starts: { queue: ev.t_arrive } };
+      live.set(ev.generation, entry);
+      rows.delete(ev.generation);
+    }
+    const phase = ev.phase === "queued" ? "queue" : ev.phase;
+    if (PHASES.includes(phase) && !isNum(entry.starts[phase])) entry.starts[phase] = phase === "queue" ? ev.t_arrive : ev.t;
+    entry.phase = phase;
+    Object.assign(entry.row, { status: ev.status, prompt_tokens: ev.prompt_tokens, output_tokens: ev.output_tokens });
+    renderTable();
+    ensureTicking();
+  }
+
+  function onDone(ev) {
+    if (!matchesFilter(ev)) return;
+    const previous = live.get(ev.generation);
+    live.delete(ev.generation);
+    const metrics = Object.assign({}, ev.metrics || {});
+    delete metrics.token_times_ms;
+    delete metrics.itl_ms;
+    const row = Object.assign(baseRow(ev), metrics, { status: ev.status, t_end: ev.t });
+    if (previous) Object.assign(row, { prompt_preview: previous.row.prompt_preview, text_visible: previous.row.text_visible });
+    const isNew = !rows.has(row.id);
+    rows.set(row.id, row);
+    renderTimeline();
+    if (isNew) addThroughputPoint(row);
+    bumpRequestCount();
+    renderTable();
+    if (!pinned && row.status === "done" && (row.output_tokens || 0) >= 2) selected = row.id;
+    scheduleRefresh();
+  }
+
+  function addThroughputPoint(row) {
+    const div = charts.throughput;
+    if (!div || !div.data || !(isNum(row.prompt_tps) || isNum(row.output_tps))) return;
+    const x = wall(row.t_arrive);
+    const ratio = isNum(row.prompt_tps) && isNum(row.output_tps) && row.output_tps > 0 ? row.prompt_tps / row.output_tps : null;
+    const values = { prompt_tps: row.prompt_tps ?? null, output_tps: row.output_tps ?? null, ratio };
+    const indices = [];
+    const update = { x: [], y: [], customdata: [] };
+    div.data.forEach((trace, i) => {
+      if (!(trace.meta in values)) return;
+      indices.push(i);
+      update.x.push([x]);
+      update.y.push([values[trace.meta]]);
+      update.customdata.push([row.id]);
+    });
+    if (indices.length) Plotly.extendTraces(div, update, indices);
+    markFilled(div);
+  }
+
+  function onSteps(ev) {
+    const div = charts.steps;
+    if (!div || !div.data || !Array.isArray(ev.steps) || !ev.steps.length) return;
+    const xs = ev.steps.map((s) => wall(s.t));
+    const pick = { prefill: (s) => s.prefill || 0, decode: (s) => s.decode || 0, ms: (s) => Math.round(s.ms * 1000) / 1000 };
+    const indices = [];
+    const update = { x: [], y: [] };
+    div.data.forEach((trace, i) => {
+      if (!pick[trace.meta]) return;
+      indices.push(i);
+      update.x.push(xs);
+      update.y.push(ev.steps.map(pick[trace.meta]));
+    });
+    if (indices.length) Plotly.extendTraces(div, update, indices, data.max_steps || 3000);
+    markFilled(div);
+  }
+
+  /* ---------- Panels outside the charts ---------- */
+
+  function setText(id, text) { const node = $(id); if (node) node.textContent = text; }
+
+  function renderSummary(s) {
+    if (!s) return;
+    setText("kpi-requests", fmtInt(s.requests));
+    setText("kpi-requests-sub", `${fmtInt(s.done)} finished`);
+    setText("kpi-ttft", fmtMs(s.ttft_p50_ms));
+    setText("kpi-ttft-sub", isNum(s.ttft_p90_ms) ? `median · p90 ${fmtMs(s.ttft_p90_ms)}` : "median");
+    setText("kpi-prompt", fmtRate(s.prompt_tps_p50));
+    setText("kpi-output", fmtRate(s.output_tps_p50));
+    setText("kpi-ratio", isNum(s.ratio_p50) ? `${s.ratio_p50.toFixed(1)}×` : "–");
+    setText("kpi-itl", isNum(s.itl_p50_ms) ? `gap p50 ${fmtMs(s.itl_p50_ms)} · p99 ${fmtMs(s.itl_p99_ms)}` : "");
+  }
+
+  function bumpRequestCount() {
+    if (data.summary) data.summary.requests = rows.size + live.size;
+    setText("kpi-requests", fmtInt(rows.size + live.size));
+  }
+
+  function renderWhy(why, info, hw) {
+    if (!why) return;
+    setText("why-model", (info && info.name) || "–");
+    setText("why-bytes", fmtBytes(why.model_bytes));
+    setText("why-params", fmtCount(why.n_params));
+    setText("why-bw", isNum(why.bandwidth_gbs) ? `${why.bandwidth_gbs.toFixed(1)} GB/s` : "–");
+    setText("why-flops", isNum(why.gflops) ? `${fmtInt(why.gflops)} GFLOP/s` : "–");
+    setText("why-decode-ceiling", isNum(why.decode_ceiling_tps) ? `≈ ${fmtRate(why.decode_ceiling_tps)} tok/s` : "–");
+    setText("why-prefill-ceiling", isNum(why.prefill_ceiling_tps) ? `≈ ${fmtRate(why.prefill_ceiling_tps)} tok/s` : "–");
+    const list = $("why-sentences");
+    if (list) list.replaceChildren(...(why.sentences || []).map((s) => el("li", null, s)));
+    let note = "";
+    if (hw && hw.gpu) note = `Hardware figures: ${hw.label} (bandwidth = bus width × memory clock; FLOP/s = FP32 cores × clock).`;
+    else if (hw && hw.host) note = `Hardware figures ${hw.label}: bandwidth = every core reading one large array; FLOP/s = a float32 matrix multiply (numpy).`;
+    setText("why-hardware", note);
+  }
+
+  function renderFit(fit) {
+    setText("fit-text", fit ? fit.text : "Prompts of different lengths (warm, no model load) give the fit its slope.");
+  }
+
+  function renderSystem(s) {
+    if (!s) return;
+    setText("sys-running", fmtInt(s.running));
+    setText("sys-waiting", fmtInt(s.waiting));
+    const engine = [];
+    engine.push(s.workers === 1 ? "1 worker" : `${fmtInt(s.workers)} workers`);
+    if (isNum(s.slots)) engine.push(`${s.slots} slots`);
+    if (s.policy) engine.push(s.policy);
+    setText("sys-engine", engine.join(" · "));
+    setText("sys-cpu", isNum(s.cpu_percent) ? `${Math.round(s.cpu_percent)}% of ${s.cpu_count} cores` : "–");
+    meter("sys-cpu-bar", s.cpu_percent);
+    setText("sys-ram", `${fmtBytes(s.ram_used_bytes)} of ${fmtBytes(s.ram_total_bytes)}`);
+    meter("sys-ram-bar", s.ram_percent);
+    const gpu = (s.gpus || [])[0];
+    $("sys-gpu-item").hidden = !gpu;
+    if (gpu) {
+      const vram = isNum(gpu.memory_total_bytes) ? ` · ${fmtBytes(gpu.memory_used_bytes)} of ${fmtBytes(gpu.memory_total_bytes)}` : "";
+      setText("sys-gpu", `${isNum(gpu.util_percent) ? gpu.util_percent + "%" : "–"}${vram}`);
+      $("sys-gpu").title = gpu.name;
+      meter("sys-gpu-bar", gpu.util_percent);
+    }
+    setText("sys-model", s.model || "–");
+    const state = $("sys-state");
+    state.textContent = s.state === "warm" ? "warm" : s.state === "cold" ? "cold" : "no worker";
+    state.dataset.state = s.state;
+    setText("sys-model-sub", s.state === "warm" ? "loaded: no load time for the next request"
+      : s.state === "cold" ? "not loaded: the next request pays the load" : "start a worker to answer");
+  }
+
+  function meter(id, percent) {
+    const bar = $(id);
+    if (bar) bar.style.width = `${isNum(percent) ? Math.min(Math.max(percent, 0), 100) : 0}%`;
+  }
+
+  function statusPill(status) {
+    const pill = el("span", `status-pill status-${status}`, status);
+    return pill;
+  }
+
+  function renderTable() {
+    const body = $("requests-body");
+    if (!body) return;
+    const all = new Map(rows);
+    for (const [id, entry] of live) all.set(id, entry.row);
+    const list = [...all.values()].sort((a, b) => b.t_arrive - a.t_arrive).slice(0, TABLE_ROWS);
+    const detail = root.dataset.detailUrl;
+    body.replaceChildren(...list.map((row) => {
+      const tr = el("tr");
+      tr.dataset.generation = String(row.id);
+      if (row.id === selected) tr.classList.add("is-selected");
+      const link = el("a", null, `#${row.id}`);
+      link.href = detail.replace(/0\/$/, `${row.id}/`);
+      const idCell = el("td");
+      idCell.append(link);
+      const statusCell = el("td");
+      statusCell.append(statusPill(row.status || "queued"));
+      if (row.cold) statusCell.append(" ", el("span", "tag", "cold"));
+      const prompt = el("td", "prompt-cell");
+      if (row.text_visible === false) prompt.append(el("span", "muted hidden-text", "hidden"));
+      else prompt.textContent = row.prompt_preview || (ACTIVE.has(row.status) ? "…" : "");
+      if (row.prompt_preview) prompt.title = row.prompt_preview;
+      const tokensIn = isNum(row.prompt_tokens) ? fmtInt(row.prompt_tokens) : "–";
+      const tokensOut = isNum(row.output_tokens) ? fmtInt(row.output_tokens) : "–";
+      tr.append(
+        idCell, el("td", "time", clock(row.t_arrive)), el("td", null, row.username || ""), statusCell,
+        el("td", "num", fmtMs(row.queue_ms)), el("td", "num", fmtMs(row.ttft_ms)),
+        el("td", "num", fmtRate(row.prompt_tps)), el("td", "num", fmtRate(row.output_tps)),
+        el("td", "num", `${tokensIn} / ${tokensOut}`), prompt);
+      return tr;
+    }));
+    if (!list.length) {
+      const cell = el("td", "table-empty", "No requests in this range yet. Answers appear here as they are asked.");
+      cell.colSpan = 10;
+      const tr = el("tr");
+      tr.append(cell);
+      body.append(tr);
+    }
+    setText("requests-note", all.size > TABLE_ROWS ? `newest ${TABLE_ROWS} of ${fmtInt(all.size)}` : "");
+  }
+
+  function renderTokensHeader() {
+    const row = selected != null ? rows.get(selected) : null;
+    setText("tokens-which", selected != null ? `· request #${selected}${row && row.username ? ` (${row.username})` : ""}` : "");
+    const link = $("tokens-link");
+    if (link) {
+      link.hidden = selected == null;
+      if (selected != null) link.href = root.dataset.detailUrl.replace(/0\/$/, `${selected}/`);
+    }
+    for (const tr of document.querySelectorAll("#requests-body tr")) {
+      tr.classList.toggle("is-selected", Number(tr.dataset.generation) === selected);
+    }
+  }
+
+  /* ---------- Whole-page data: at load, and again after requests finish ---------- */
+
+  function apply(payload, { initial = false } = {}) {
+    data = Object.assign(data, payload);
+    rows.clear();
+    for (const row of payload.rows || []) {
+      const entry = live.get(row.id);
+      if (!ACTIVE.has(row.status)) {
+        live.delete(row.id);  // finished, even if the feed's "done" never reached us
+        rows.set(row.id, row);
+      } else if (entry) {
+        Object.assign(entry.row, { prompt_preview: row.prompt_preview, text_visible: row.text_visible });
+      } else {
+        // In flight since before this page loaded: grow it from arrival until the feed says more.
+        live.set(row.id, { row, starts: { queue: row.t_arrive } });
+      }
+    }
+    selected = payload.selected ?? selected;
+    const figures = payload.figures || {};
+    for (const name of ["throughput", "ttft", "itl", "tokens", "why"]) draw(name, figures[name]);
+    // Steps stream in from the feed; redrawing them from Redis would only repeat what is shown.
+    if (initial) draw("steps", figures.steps);
+    renderTimeline();
+    renderSummary(payload.summary);
+    renderWhy(payload.why, payload.model_info, payload.hardware);
+    renderFit(payload.fit);
+    renderSystem(payload.system);
+    renderTable();
+    renderTokensHeader();
+    ensureTicking();
+  }
+
+  function scheduleRefresh(delay = REFRESH_DELAY_MS) {
+    clearTimeout(refreshTimer);
+    refreshTimer = setTimeout(refresh, delay);
+  }
+
+  // Asked for when the feed says a request ended, or the reader picks one: event-driven, never a timer loop.
+  async function refresh() {
+    if (refreshing) { scheduleRefresh(); return; }
+    const params = new URLSearchParams((data.filters && data.filters.query) || "");
+    if (selected != null) params.set("selected", String(selected));
+    refreshing = fetch(`${root.dataset.dataUrl}?${params}`, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+    try {
+      const response = await refreshing;
+      if (response.ok) apply(await response.json());
+    } catch (e) {
+      console.warn("HomeAI: dashboard refresh failed", e);
+    } finally {
+      refreshing = null;
+    }
+  }
+
+  function select(id) {
+    if (!isNum(id)) return;
+    selected = id;
+    pinned = true;
+    renderTokensHeader();
+    scheduleRefresh(0);
+  }
+
+  /* ---------- Live redraw of growing bars ---------- */
+
+  let ticker = null;
+  function ensureTicking() {
+    if (ticker || !live.size) return;
+    ticker = setInterval(() => {
+      if (!live.size) { clearInterval(ticker); ticker = null; }
+      renderTimeline();
+    }, 250);
+  }
+
+  /* ---------- WebSocket ---------- */
+
+  const HANDLERS = {
+    "request.update": onUpdate, "request.done": onDone, "engine.steps": onSteps,
+    "system.status": renderSystem,
+  };
+
+  function setConnection(state, label) {
+    const status = $("live-status");
+    status.dataset.state = state;
+    status.textContent = label;
+  }
+
+  function connect() {
+    clearTimeout(retryTimer);
+    retryTimer = null;
+    const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + root.dataset.wsPath;
+    socket = new WebSocket(url);
+    socket.addEventListener("open", () => {
+      retryDelay = 1000;
+      setConnection("connected", "Live");
+      // Events sent while we were away are gone: catch up once.
+      if (everConnected) scheduleRefresh(0);
+      everConnected = true;
+    });
+    socket.addEventListener("message", (event) => {
+      let msg;
+      try { msg = JSON.parse(event.data); } catch (e) { return; }
+      const handler = msg && HANDLERS[msg.type];
+      if (!handler) return;
+      try { handler(msg); } catch (e) { console.error("HomeAI: dashboard event failed", msg.type, e); }
+    });
+    socket.addEventListener("close", () => {
+      socket = null;
+      setConnection(everConnected ? "reconnecting" : "connecting", everConnected ? "Reconnecting…" : "Connecting…");
+      retryTimer = setTimeout(connect, retryDelay);
+      retryDelay = Math.min(retryDelay * 2, 10000);
+    });
+  }
+
+  /* ---------- Start-up ---------- */
+
+  function init() {
+    apply(data, { initial: true });
+    const onPick = (event) => {
+      const point = event && event.points && event.points[0];
+      const id = point && (Array.isArray(point.customdata) ? point.customdata[0] : point.customdata);
+      if (isNum(id)) select(id);
+    };
+    for (const name of ["timeline", "throughput", "ttft"]) if (charts[name]) charts[name].on("plotly_click", onPick);
+    $("requests-body").addEventListener("click", (event) => {
+      if (event.target.closest("a")) return;
+      const tr = event.target.closest("tr[data-generation]");
+      if (tr) select(Number(tr.dataset.generation));
+    });
+    const model = $("model-filter");
+    if (model) {
+      model.addEventListener("change", () => {
+        const params = new URLSearchParams({ range: (data.filters && data.filters.range) || "24h" });
+        if (model.value) params.set("model", model.value);
+        location.search = params.toString();
+      });
+    }
+    const scheme = window.matchMedia("(prefers-color-scheme: dark)");
+    const retheme = () => {
+      for (const [name, div] of Object.entries(charts)) {
+        if (!div.data) continue;
+        const t = themed(div.layout, name);
+        Plotly.relayout(div, { "font.color": t.font.color, hoverlabel: t.hoverlabel });
+      }
+    };
+    if (scheme.addEventListener) scheme.addEventListener("change", retheme);
+    window.addEventListener("online", () => { if (retryTimer) connect(); });
+    connect();
+  }
+
+  init();
+})();
