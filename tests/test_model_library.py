@@ -71,3 +71,22 @@ def test_a_second_model_can_be_chosen_and_the_next_answer_comes_from_it_after_a_
         redis_client.client().delete(redis_client.ENGINE_CONFIG_KEY)
         second.unlink()
         broken.unlink()
+
+
+@pytest.mark.integration
+def test_a_worker_pointed_at_a_corrupt_file_answers_with_a_clear_error_and_stays_up(worker_process, make_user, connect):
+    broken = settings.MODELS_DIR / "truncated.gguf"
+    broken.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\x00" * 64)
+    worker_process.stop()
+    try:
+        worker_process.start({"HOMEAI_MODEL_PATH": str(broken)})
+        sock = connect(make_user())
+        error = sock.chat("Hello?", max_tokens=4)[-1]
+        assert error["type"] == "generation.error" and error["code"] == "model_unusable"
+        assert "truncated.gguf" in error["message"]
+        assert Generation.objects.get(id=error["generation"]).status == "error"
+        assert worker_process.alive()
+    finally:
+        worker_process.stop()
+        broken.unlink()
+        worker_process.start()
