@@ -186,6 +186,8 @@ HOMEAI_TEMPERATURE = env_float("HOMEAI_TEMPERATURE", 0.7, minimum=0.0)
 HOMEAI_SEED = env_int("HOMEAI_SEED", -1)
 # How long a worker may stay silent before its running answers are declared interrupted.
 HOMEAI_WORKER_TTL = env_int("HOMEAI_WORKER_TTL", 4, minimum=2, maximum=600)
+# /metrics: when set, Prometheus must send it as a bearer token (may come from HOMEAI_METRICS_TOKEN_FILE).
+HOMEAI_METRICS_TOKEN = env_str("HOMEAI_METRICS_TOKEN")
 if HOMEAI_MAX_TOKENS > HOMEAI_MAX_TOKENS_LIMIT:
     raise ImproperlyConfigured("HOMEAI_MAX_TOKENS is above HOMEAI_MAX_TOKENS_LIMIT.")
 

@@ -5,6 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from dashboard import views
+from inference.api import views as api_views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -16,6 +17,9 @@ urlpatterns = [
     path("engine/policy/", views.engine_policy, name="engine_policy"),
     path("models/", views.model_library, name="model_library"),
     path("dashboard/", include("dashboard.urls")),
+    path("v1/", include("inference.api.urls")),
+    path("metrics", api_views.metrics, name="metrics"),
+    path("settings/api-keys/", include("inference.api.keys_urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from inference.models import Conversation, Generation, Message
+from inference.models import ApiKey, Conversation, EngineConfig, Generation, Message
 
 
 @admin.register(Conversation)
@@ -17,3 +17,12 @@ class GenerationAdmin(admin.ModelAdmin):
 
 
 admin.site.register(Message)
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("prefix", "key_hash", "created_at", "last_used_at")
+
+
+admin.site.register(EngineConfig)

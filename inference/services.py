@@ -13,6 +13,7 @@ from django.utils import timezone
 from inference import broadcast, redis_client, selectors
 from inference.engine.sequence import SamplingParams, Sequence
 from inference.engine.timing import PhaseClock, wall_to_perf_ns
+from inference.metrics import record_generation
 from inference.models import Conversation, Generation, Message
 
 TITLE_CHARS = 60
@@ -109,6 +110,11 @@ def validate_sampling(options) -> dict:
         raise ClientError("bad_request", 'options must be an object, e.g. {"temperature": 0.2}.')
     clean: dict = {}
     for name, value in options.items():
+        if name == "ignore_eos":  # benchmarks: write exactly max_tokens (as vLLM's ignore_eos)
+            if not isinstance(value, bool):
+                raise ClientError("bad_request", "ignore_eos must be true or false.")
+            clean[name] = value
+            continue
         if name == "stop":
             stops = [value] if isinstance(value, str) else value
             if not isinstance(stops, list) or len(stops) > 4 or not all(isinstance(s, str) and s for s in stops):
@@ -116,7 +122,7 @@ def validate_sampling(options) -> dict:
             clean["stop"] = stops
             continue
         if name not in SAMPLING_RANGES:
-            known = ", ".join([*SAMPLING_RANGES, "stop"])
+            known = ", ".join([*SAMPLING_RANGES, "stop", "ignore_eos"])
             raise ClientError("bad_request", f"Unknown option {name!r}; known options: {known}.")
         kind, low, high = SAMPLING_RANGES[name]
         number_ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
@@ -420,6 +426,7 @@ def _finish(generation: Generation, final, pieces: list[str]) -> dict:
             finished_at=now,
         )
         generation.refresh_from_db()
+        record_generation(generation)
         return _event("error", gid, code=final.data["code"], message=final.data["message"])
     metrics = final.data["metrics"]
     reason = final.data["finish_reason"]
@@ -438,6 +445,7 @@ def _finish(generation: Generation, final, pieces: list[str]) -> dict:
             **columns,
         )
     generation.refresh_from_db()
+    record_generation(generation)
     return _event(
         "done", gid, status=status, text=final.data["text"], notice=final.data["notice"], metrics=generation.metrics()
     )
@@ -467,6 +475,7 @@ def generations_interrupt_orphans() -> list[Generation]:
         if changed:
             interrupted.append(generation)
             generation.refresh_from_db()
+            record_generation(generation)
             broadcast.publish_for(generation, [_event("error", generation.id, code="interrupted", message=message)])
             broadcast.publish_dashboard([_dash_done(generation)])
     return interrupted

@@ -1,0 +1,324 @@
+"""OpenAI-compatible endpoints (/v1/models, /v1/chat/completions, /v1/completions) and /metrics.
+
+Requests run like chat messages: a queued Generation, a Celery task, the worker's engine.
+The view listens on the answer's own channel-layer group (subscribed before the task is
+sent) and turns its events into an OpenAI response or an SSE stream. A client that goes
+away cancels its answer, so a closed tab or a killed script frees its engine slot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
+
+from inference import services, watchdog
+from inference.api import protocol
+from inference.api.auth import api_user, authenticate, metrics_token_ok
+from inference.api.protocol import ApiError, CompletionRequest
+from inference.api.relay import GenerationEvents, final_event
+from inference.models import EngineConfig, Generation
+from inference.services import ClientError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Serving:
+    models: list[str]  # what /v1/models lists: the configured model first, then any a worker runs
+    workers: int
+
+    @property
+    def accepted(self) -> list[str]:
+        # Also the environment's model: clients set up before a switch in the model library keep working.
+        extra = settings.HOMEAI_MODEL_PATH.name
+        return self.models + ([extra] if extra not in self.models else [])
+
+
+def serving_state() -> Serving:
+    from inference.worker import live_workers
+
+    chosen = EngineConfig.objects.filter(pk=1).values_list("model_name", flat=True).first()
+    names = [chosen or settings.HOMEAI_MODEL_PATH.name]
+    workers = live_workers()
+    for status in workers.values():
+        model = status.get("model")
+        if model and model not in names:
+            names.append(model)
+    return Serving(models=names, workers=len(workers))
+
+
+def _accept(request: HttpRequest, *, chat: bool) -> tuple[object, CompletionRequest, Generation]:
+    """Everything before the answer is queued, in one trip to a thread: key, body, model, row.
+
+    The order is OpenAI's: a bad key is a 401 whatever the body, a bad body a 400, an
+    unknown model a 404.
+    """
+    user = authenticate(request)
+    try:
+        raw = request.body
+    except RequestDataTooBig:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        raise ApiError(413, f"The request body is larger than the {limit:,} bytes this server accepts.") from None
+    data = protocol.parse_body(raw)
+    state = serving_state()
+    req = protocol.parse_request(data, chat=chat, models=state.accepted)
+    if not state.workers:
+        raise ApiError(
+            503,
+            "No worker is running, so nothing can write the answer. Start one (make run starts one), then retry.",
+            code="no_worker",
+        )
+    try:
+        generation = services.generation_create_api(
+            user=user,
+            client=protocol.client_name(request.headers),
+            messages=req.messages,
+            prompt=req.prompt,
+            max_tokens=req.max_tokens,
+            options=req.options,
+        )
+    except ClientError as exc:
+        raise protocol.from_client_error(exc, req) from None
+    return user, req, generation
+
+
+def _method_not_allowed(allowed: str) -> JsonResponse:
+    error = ApiError(405, f"Use {allowed} for this endpoint.", code="method_not_allowed")
+    response = error.response()
+    response["Allow"] = allowed
+    return response
+
+
+# --- /v1/models -------------------------------------------------------------------------------
+
+
+def _model_object(name: str) -> dict:
+    path = settings.MODELS_DIR / name
+    created = int(path.stat().st_mtime) if path.is_file() else 0
+    return {"id": name, "object": "model", "created": created, "owned_by": "homeai"}
+
+
+@csrf_exempt
+@never_cache
+async def models(request: HttpRequest) -> HttpResponse:
+    if request.method != "GET":
+        return _method_not_allowed("GET")
+    try:
+        await api_user(request)
+    except ApiError as exc:
+        return exc.response()
+    state = await database_sync_to_async(serving_state)()
+    return JsonResponse({"object": "list", "data": [_model_object(n) for n in state.models]})
+
+
+@csrf_exempt
+@never_cache
+async def model_detail(request: HttpRequest, model_id: str) -> HttpResponse:
+    if request.method != "GET":
+        return _method_not_allowed("GET")
+    try:
+        await api_user(request)
+    except ApiError as exc:
+        return exc.response()
+    if model_id not in (await database_sync_to_async(serving_state)()).accepted:
+        unknown = ApiError(404, f"The model {model_id!r} does not exist here.", code="model_not_found", param="model")
+        return unknown.response()
+    return JsonResponse(_model_object(model_id))
+
+
+# --- completions ------------------------------------------------------------------------------
+
+
+class Answer:
+    """One request's answer, from subscription to response; end() cancels it unless it finished."""
+
+    def __init__(self, *, user, req: CompletionRequest, generation: Generation):
+        self.user = user
+        self.req = req
+        self.generation = generation
+        self.generation_id = generation.id
+        self.object_id = f"{req.object_id_prefix}-{generation.id}"
+        self.created = int(time.time())
+        self.events = GenerationEvents(generation.id)
+        self.finished = False
+        self._ended = False
+
+    async def start(self) -> None:
+        """Subscribe, then send the task: the first token cannot beat the subscription."""
+        await self.events.open()
+        await database_sync_to_async(services.generation_enqueue)(generation=self.generation)
+
+    async def end(self) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        try:
+            if not self.finished:
+                # The client left (or this server failed) before the answer ended: stop it.
+                await database_sync_to_async(services.generation_cancel)(
+                    user=self.user, generation_id=self.generation_id
+                )
+        except Exception:
+            log.warning("could not cancel generation %s", self.generation_id, exc_info=True)
+        finally:
+            await self.events.close()
+
+    async def frames(self) -> AsyncIterator[list[dict] | None]:
+        """Frames of events until the answer ends; None when idle (a keep-alive is due)."""
+        while not self.finished:
+            frame = await self.events.next()
+            if frame is None:
+                final = await final_event(self.generation_id)  # pub/sub may have dropped the end
+                if final is None:
+                    yield None
+                    continue
+                frame = [final]
+            for event in frame:
+                if event["type"] in ("generation.done", "generation.error"):
+                    self.finished = True
+            yield frame
+
+    async def collect(self) -> HttpResponse:
+        pieces: list[str] = []
+        async for frame in self.frames():
+            for event in frame or ():
+                if event["type"] == "generation.token":
+                    pieces.append(event["text"])
+                elif event["type"] == "generation.done":
+                    text = event.get("text")
+                    body = protocol.completion_body(
+                        self.req,
+                        self.object_id,
+                        self.created,
+                        text="".join(pieces) if text is None else text,
+                        done=event,
+                    )
+                    return JsonResponse(body, json_dumps_params={"ensure_ascii": False})
+                elif event["type"] == "generation.error":
+                    return protocol.from_engine_error(event["code"], event["message"]).response()
+        return ApiError(500, "The answer ended without a result.", code="no_result").response()
+
+    async def stream(self) -> AsyncIterator[bytes]:
+        """The SSE stream. Primed by the view (see _respond), so end() runs however it stops."""
+        try:
+            yield self._sse_chunk(first=True) if self.req.chat else b""
+            streamed: list[str] = []
+            async for frame in self.frames():
+                if frame is None:
+                    yield protocol.SSE_KEEPALIVE
+                    continue
+                out = []
+                for event in frame:
+                    kind = event["type"]
+                    if kind == "generation.token" and event["text"]:
+                        streamed.append(event["text"])
+                        out.append(self._sse_chunk(text=event["text"]))
+                    elif kind == "generation.done":
+                        out += self._stream_end(event, "".join(streamed))
+                    elif kind == "generation.error":
+                        out.append(protocol.sse(protocol.from_engine_error(event["code"], event["message"]).body()))
+                if out:
+                    yield b"".join(out)
+        finally:
+            await self.end()
+
+    def _sse_chunk(self, **fields) -> bytes:
+        return protocol.sse(protocol.chunk(self.req, self.object_id, self.created, **fields))
+
+    def _stream_end(self, done: dict, streamed: str) -> list[bytes]:
+        out = []
+        # Text the stop-string filter held back until the end was never sent as a token.
+        text = done.get("text") or ""
+        if len(text) > len(streamed) and text.startswith(streamed):
+            rest = text[len(streamed) :]
+            out.append(self._sse_chunk(text=rest))
+        out += [protocol.sse(c) for c in protocol.final_chunks(self.req, self.object_id, self.created, done)]
+        out.append(protocol.SSE_DONE)
+        return out
+
+
+async def _primed(first: bytes, rest) -> AsyncIterator[bytes]:
+    # aclosing: when Django closes this wrapper, the inner stream's finally runs now, not at GC.
+    async with contextlib.aclosing(rest):
+        if first:
+            yield first
+        async for part in rest:
+            yield part
+
+
+async def _respond(request: HttpRequest, *, chat: bool) -> HttpResponse:
+    if request.method != "POST":
+        return _method_not_allowed("POST")
+    answer = None
+    try:
+        user, req, generation = await database_sync_to_async(_accept)(request, chat=chat)
+        # This web process also sweeps for a dead worker's answers. An empty context: the task
+        # must not inherit this request's thread-sensitive executor, which ends with the request.
+        contextvars.Context().run(watchdog.ensure_running)
+        answer = Answer(user=user, req=req, generation=generation)
+        await answer.start()
+        if not req.stream:
+            try:
+                return await answer.collect()
+            finally:
+                await answer.end()
+        stream = answer.stream()
+        # Run the generator up to its first chunk here, inside its try/finally: from now on
+        # a disconnect at any point (even before Django iterates it) reaches end().
+        first = await anext(stream)
+    except ApiError as exc:
+        if answer is not None:
+            await answer.end()
+        return exc.response()
+    except Exception:
+        log.exception("an API request failed")
+        if answer is not None:
+            await answer.end()
+        failed = ApiError(500, "The server failed while starting this answer; its log says why.", code="internal_error")
+        return failed.response()
+    except BaseException:  # cancelled: the client went away
+        if answer is not None:
+            await answer.end()
+        raise
+    response = StreamingHttpResponse(_primed(first, stream), content_type="text/event-stream; charset=utf-8")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # nginx: pass tokens through as they come
+    response["X-HomeAI-Generation"] = str(answer.generation_id)
+    return response
+
+
+@csrf_exempt
+async def chat_completions(request: HttpRequest) -> HttpResponse:
+    return await _respond(request, chat=True)
+
+
+@csrf_exempt
+async def completions(request: HttpRequest) -> HttpResponse:
+    return await _respond(request, chat=False)
+
+
+# --- /metrics ---------------------------------------------------------------------------------
+
+
+@never_cache
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus exposition, built from Redis (so right with any number of web and worker processes)."""
+    from inference.metrics import exposition
+
+    if not metrics_token_ok(request, settings.HOMEAI_METRICS_TOKEN):
+        response = HttpResponse("A bearer token is required: see HOMEAI_METRICS_TOKEN.\n", status=401)
+        response["WWW-Authenticate"] = 'Bearer realm="HomeAI metrics"'
+        return response
+    body, content_type = exposition()
+    return HttpResponse(body, content_type=content_type)

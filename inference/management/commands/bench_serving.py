@@ -1,0 +1,164 @@
+"""python manage.py bench_serving: HomeAI, peer servers and the raw engine, measured side by side."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from inference import bench_serving as bench
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise CommandError(f"Expected whole numbers separated by commas, got {text!r}.") from None
+    if not values or min(values) < 1:
+        raise CommandError("Concurrency values must be 1 or more.")
+    return values
+
+
+class Command(BaseCommand):
+    help = (
+        "Benchmark OpenAI-compatible servers (streaming) and the raw engine on the same prompts, interleaved: "
+        "TTFT, TPOT, ITL, e2e (mean/p50/p90/p99), output tokens/s, requests/s, goodput. See docs/performance.md."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--target",
+            action="append",
+            default=[],
+            metavar="NAME=URL",
+            help="an OpenAI-compatible base URL, e.g. homeai=http://127.0.0.1:8000/v1 (repeatable)",
+        )
+        parser.add_argument("--raw", action="store_true", help="add the raw engine (Llama.generate, in process)")
+        parser.add_argument(
+            "--llama-cpp-server",
+            action="store_true",
+            help="start llama-cpp-python's server on the same model and threads for the run",
+        )
+        parser.add_argument("--llama-cpp-port", type=int, default=None)
+        parser.add_argument(
+            "--api-key", action="append", default=[], metavar="NAME=KEY", help="a target's key (or KEY for all)"
+        )
+        parser.add_argument(
+            "--create-key",
+            metavar="USERNAME",
+            help="create a HomeAI key for this user for URL targets without one (revoked afterwards)",
+        )
+        parser.add_argument("--threads", type=int, default=settings.HOMEAI_THREADS or os.cpu_count() or 1)
+        parser.add_argument("--context", type=int, default=settings.HOMEAI_CONTEXT)
+        parser.add_argument("--model-path", default=str(settings.HOMEAI_MODEL_PATH))
+        parser.add_argument("--model-id", default=None, help="the model field to send (default: none)")
+        parser.add_argument("--endpoint", choices=("completions", "chat"), default="completions")
+        parser.add_argument("--prompt-tokens", type=int, default=128)
+        parser.add_argument("--output-tokens", type=int, default=64)
+        parser.add_argument("--num-prompts", type=int, default=16, help="requests per target and concurrency")
+        parser.add_argument("--rounds", type=int, default=4, help="interleaved rounds the requests are split into")
+        parser.add_argument("--concurrency", default="1", help="in-flight requests, e.g. 1,4 (one scenario each)")
+        parser.add_argument("--request-rate", type=float, default=math.inf, help="Poisson arrivals per second")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--goodput", default="", help="limits, e.g. ttft_ms=500,tpot_ms=50")
+        parser.add_argument("--tokenizer", choices=("model", "words"), default="model")
+        parser.add_argument("--no-warmup", action="store_true")
+        parser.add_argument("--out", default="docs/bench", help="folder for serving.json and serving.html")
+
+    def handle(self, *args, **opts):
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request drowns the progress
+        try:
+            targets = [bench.parse_target(t) for t in opts["target"]]
+            goodput = bench.parse_goodput(opts["goodput"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        if opts["raw"]:
+            targets.append(bench.Target(name=bench.RAW))
+        model_path = Path(opts["model_path"])
+        if not model_path.is_file():
+            raise CommandError(f"The model file {model_path} does not exist (python manage.py prepare_model).")
+
+        server = created = None
+        try:
+            if opts["llama_cpp_server"]:
+                log_path = Path(settings.DATA_DIR) / "logs" / "llama-cpp-server.log"
+                log_path.parent.mkdir(parents=True, exist_ok=True)
+                self.stderr.write(f"starting llama-cpp-python's server ({opts['threads']} threads), log: {log_path}")
+                server, url = bench.start_llama_cpp_server(
+                    model_path,
+                    threads=opts["threads"],
+                    n_ctx=opts["context"],
+                    port=opts["llama_cpp_port"],
+                    log_path=log_path,
+                )
+                targets.append(bench.Target(name="llama-cpp-python", url=url))
+            if not targets:
+                raise CommandError("Nothing to measure: give --target NAME=URL, --raw and/or --llama-cpp-server.")
+            self._apply_keys(targets, opts["api_key"])
+            if opts["create_key"]:
+                created = self._create_key(opts["create_key"], targets)
+            cfg = bench.ServingConfig(
+                targets=targets,
+                model_path=model_path,
+                threads=opts["threads"],
+                n_ctx=opts["context"],
+                endpoint=opts["endpoint"],
+                prompt_tokens=opts["prompt_tokens"],
+                output_tokens=opts["output_tokens"],
+                num_prompts=opts["num_prompts"],
+                rounds=opts["rounds"],
+                concurrency=_ints(opts["concurrency"]),
+                request_rate=opts["request_rate"],
+                seed=opts["seed"],
+                goodput=goodput,
+                tokenizer=opts["tokenizer"],
+                model_id=opts["model_id"],
+                warmup=not opts["no_warmup"],
+            )
+            try:
+                result = bench.run(cfg, log=lambda msg: self.stderr.write(msg))
+            except RuntimeError as exc:
+                raise CommandError(str(exc)) from None
+        finally:
+            if server is not None:
+                bench.stop_process(server)
+            if created is not None:
+                from inference.api.keys import api_key_revoke
+
+                api_key_revoke(user=created.user, key_id=created.id)
+        json_path, html_path = bench.write_outputs(result, Path(opts["out"]))
+        self.stdout.write(bench.markdown(result))
+        self.stdout.write(f"\nWrote {json_path} and {html_path} in {result['seconds']:.0f} s.")
+
+    @staticmethod
+    def _apply_keys(targets: list[bench.Target], specs: list[str]) -> None:
+        by_name = {t.name: t for t in targets}
+        for spec in specs:
+            name, sep, key = spec.partition("=")
+            if sep and name in by_name:
+                by_name[name].api_key = key
+            elif sep:
+                raise CommandError(f"--api-key {name}=…: there is no target named {name!r}.")
+            else:  # a bare key: for every server target that has none
+                for target in targets:
+                    if not target.is_raw:
+                        target.api_key = target.api_key or spec
+
+    @staticmethod
+    def _create_key(username: str, targets: list[bench.Target]):
+        from inference.api.keys import api_key_create
+
+        User = get_user_model()
+        user = User.objects.filter(**{User.USERNAME_FIELD: username}).first()
+        if user is None:
+            raise CommandError(f"There is no user named {username!r}.")
+        key, raw = api_key_create(user=user, name="bench_serving (temporary)")
+        for target in targets:
+            if not target.is_raw and not target.api_key:
+                target.api_key = raw
+        return key
