@@ -173,10 +173,12 @@ HOMEAI_BATCH = env_int("HOMEAI_BATCH", 512, minimum=16, maximum=8192)
 HOMEAI_GPU_LAYERS = env_int("HOMEAI_GPU_LAYERS", 0, minimum=-1)
 HOMEAI_SLOTS = env_int("HOMEAI_SLOTS", 4, minimum=1, maximum=64)
 HOMEAI_POLICY = env_choice("HOMEAI_POLICY", "chunked", ("serial", "continuous", "chunked"))
-# chunked: tokens per step (decodes included) until the engine has measured this box, and the
-# step time it then aims for (0 keeps the fixed budget).
-HOMEAI_TOKEN_BUDGET = env_int("HOMEAI_TOKEN_BUDGET", 256, minimum=1)
-HOMEAI_TARGET_ITL_MS = env_float("HOMEAI_TARGET_ITL_MS", 150.0, minimum=0.0)
+# chunked: tokens per step (decodes included) until the engine has measured this box; then
+# each step aims at HOMEAI_TARGET_ITL_MS when set, else at HOMEAI_STALL_FACTOR times what the
+# running decodes cost alone (0 for both: Sarathi-Serve's fixed budget).
+HOMEAI_TOKEN_BUDGET = env_int("HOMEAI_TOKEN_BUDGET", 64, minimum=1)
+HOMEAI_TARGET_ITL_MS = env_float("HOMEAI_TARGET_ITL_MS", 0.0, minimum=0.0)
+HOMEAI_STALL_FACTOR = env_float("HOMEAI_STALL_FACTOR", 2.0, minimum=0.0)
 # Back-pressure: past this many answers waiting, a new message is refused with "busy".
 HOMEAI_MAX_WAITING = env_int("HOMEAI_MAX_WAITING", 16, minimum=1)
 HOMEAI_MAX_TOKENS = env_int("HOMEAI_MAX_TOKENS", 256, minimum=1)

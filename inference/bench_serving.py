@@ -535,7 +535,9 @@ def start_llama_cpp_server(
         str(port),
     ]
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - lives with the process
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    # Its settings also read HOST and PORT from the environment, over the flags above.
+    env = {k: v for k, v in os.environ.items() if k not in ("HOST", "PORT")}
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

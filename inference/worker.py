@@ -61,7 +61,7 @@ def build_engine():
         n_batch=settings.HOMEAI_BATCH,
         token_budget=settings.HOMEAI_TOKEN_BUDGET,
     )
-    cost_model = StepCostModel(target_ms=settings.HOMEAI_TARGET_ITL_MS or None)
+    cost_model = StepCostModel(target_ms=settings.HOMEAI_TARGET_ITL_MS, stall_factor=settings.HOMEAI_STALL_FACTOR)
     return Engine(runner=runner, scheduler=scheduler, cost_model=cost_model, on_step=_record_step)
 
 

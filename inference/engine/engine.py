@@ -84,6 +84,7 @@ class Engine:
             "policy": self.scheduler.policy,
             "token_budget": self.scheduler.token_budget,
             "target_step_ms": self.cost_model.target_ms,
+            "stall_factor": self.cost_model.stall_factor,
             "prompt_token_ms": self.cost_model.per_prompt_token_ms,
             "slots": self.runner.config.n_slots,
         }
@@ -193,12 +194,15 @@ class Engine:
                 seq.clock.mark_prefill_chunk(t0, t1)
                 seq.num_computed += chunk.n_tokens
                 seq.emit("phase", phase="prefill", done=seq.num_computed, total=seq.prompt_len)
-        self.cost_model.observe(n_prefill=step.prefill_tokens, n_decode=step.decode_tokens, ms=(t1 - t0) / NS_PER_MS)
         for seq, index in to_sample:
             if self.capture_first_logits and not seq.output_tokens:
                 seq.first_logits = self.runner.logits(index)
             token = self.runner.sample(seq, index)
             self._on_token(seq, token, now_ns())
+        # The cost model learns whole steps (sampling and events included): that is the gap a
+        # chat sees between its tokens, which is what the stall target bounds.
+        step_ms = (now_ns() - t0) / NS_PER_MS
+        self.cost_model.observe(n_prefill=step.prefill_tokens, n_decode=step.decode_tokens, ms=step_ms)
         self._record_step(step, t0, t1)
         if waiting_before != list(self.scheduler.waiting):
             for seq in self.scheduler.waiting:

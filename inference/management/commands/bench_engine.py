@@ -18,7 +18,10 @@ class Command(BaseCommand):
         parser.add_argument("--output-tokens", type=int, default=64)
         parser.add_argument("--doc-tokens", type=int, default=1500)
         parser.add_argument("--budgets", default="32,64,128", help="chunk budgets to try, comma-separated")
-        parser.add_argument("--target-ms", type=float, default=150.0)
+        parser.add_argument("--target-ms", type=float, default=150.0, help="also try this fixed step time (0: skip)")
+        parser.add_argument("--stall-factors", default="2.5", help="relative targets to try, comma-separated")
+        parser.add_argument("--repeats", type=int, default=3, help="interference runs pooled per setting")
+        parser.add_argument("--no-throughput", action="store_true", help="only the interference scenario")
         parser.add_argument("--out", default="docs/bench", help="folder for engine.json and engine.html")
 
     def handle(self, *args, **opts):
@@ -29,6 +32,9 @@ class Command(BaseCommand):
             doc_tokens=opts["doc_tokens"],
             budgets=tuple(int(b) for b in opts["budgets"].split(",") if b),
             target_ms=opts["target_ms"],
+            stall_factors=tuple(float(f) for f in opts["stall_factors"].split(",") if f),
+            throughput=not opts["no_throughput"],
+            repeats=opts["repeats"],
         )
         result = run_all(cfg, log=lambda msg: self.stderr.write(msg))
         json_path, html_path = write_outputs(result, Path(opts["out"]))
