@@ -162,21 +162,25 @@ def _interference_once(
             times = [t for t in seq.clock.token_times if t < window[0]]
             steady += [(b - a) / NS_PER_MS for a, b in zip(times[2:], times[3:], strict=False)]
         steps = [s for s in engine.steps if 50 in s["seqs"] and s["prefill"]]
-        return gaps, steady, {
-            "policy": policy,
-            "budget": budget if policy == "chunked" and not (target_ms or factor) else None,
-            "target_ms": target_ms if policy == "chunked" else None,
-            "stall_factor": factor if policy == "chunked" else None,
-            "doc_prompt_tokens": doc.prompt_len,
-            "doc_ttft_ms": done.data["metrics"]["ttft_ms"],
-            "doc_prefill_ms": done.data["metrics"]["prefill_ms"],
-            "doc_prefill_steps": len(steps),
-            "chat_itl_steady_p50_ms": _pct(steady, 0.5),
-            "chat_itl_p50_ms": _pct(gaps, 0.5),
-            "chat_itl_p99_ms": _pct(gaps, 0.99),
-            "chat_itl_max_ms": max(gaps) if gaps else None,
-            "chat_tokens_during_prefill": len(gaps),
-        }
+        return (
+            gaps,
+            steady,
+            {
+                "policy": policy,
+                "budget": budget if policy == "chunked" and not (target_ms or factor) else None,
+                "target_ms": target_ms if policy == "chunked" else None,
+                "stall_factor": factor if policy == "chunked" else None,
+                "doc_prompt_tokens": doc.prompt_len,
+                "doc_ttft_ms": done.data["metrics"]["ttft_ms"],
+                "doc_prefill_ms": done.data["metrics"]["prefill_ms"],
+                "doc_prefill_steps": len(steps),
+                "chat_itl_steady_p50_ms": _pct(steady, 0.5),
+                "chat_itl_p50_ms": _pct(gaps, 0.5),
+                "chat_itl_p99_ms": _pct(gaps, 0.99),
+                "chat_itl_max_ms": max(gaps) if gaps else None,
+                "chat_tokens_during_prefill": len(gaps),
+            },
+        )
     finally:
         engine.stop()
 
