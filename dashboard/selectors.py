@@ -30,24 +30,7 @@ MAX_ROWS = 500  # charts over more requests than this read the newest ones
 MAX_STEPS = 3000
 PREVIEW_CHARS = 80
 
-METRIC_FIELDS = (
-    "queue_ms",
-    "load_ms",
-    "prefill_ms",
-    "first_token_ms",
-    "decode_ms",
-    "ttft_ms",
-    "client_ttft_ms",
-    "e2e_ms",
-    "tpot_ms",
-    "prompt_tokens",
-    "cached_tokens",
-    "output_tokens",
-    "prompt_tps",
-    "output_tps",
-    "cold",
-    "finish_reason",
-)
+METRIC_FIELDS = Generation.METRIC_FIELDS
 EXPORT_FIELDS = (
     "id",
     "created_at",

@@ -97,3 +97,45 @@ def test_a_new_user_creates_the_admin_account_and_watches_an_answer_stream(page,
     page.reload()
     expect(page.locator(".message.assistant .stats-line")).to_have_count(1)
     expect(page.locator(".conversation-link")).to_have_count(1)
+
+
+def test_the_chat_shows_its_queue_position_then_the_prompts_reading_progress(
+    page, live_server_url, worker, settled, make_user, connect, health
+):
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from playwright.sync_api import expect
+
+    from inference import redis_client
+    from tests.support import session_cookie
+
+    staff = Client()
+    staff.force_login(get_user_model().objects.create_superuser("root", password="x" * 12))
+    staff.post("/engine/policy/", {"policy": "serial"})  # one answer at a time: the next one queues
+    assert wait_until(lambda: health()["workers"]["items"][0]["policy"] == "serial", timeout=15)
+    try:
+        other = connect(make_user("busy"))
+        other.send({"type": "chat.send", "conversation": None, "text": "Tell me a long story.", "max_tokens": 150})
+        other.collect(lambda e: e["type"] == "generation.token", timeout=120)
+
+        me = make_user("reader")
+        page.context.add_cookies([{"name": "sessionid", "value": session_cookie(me), "url": live_server_url}])
+        page.goto("/chat/")
+        document = "Summarise this report:\n" + "\n".join(
+            f"Line {i}: the harbour lights were checked and logged." for i in range(150)
+        )
+        page.fill("#message-input", document)
+        page.fill("#max-tokens", "4")
+        page.click("#send-button")
+        status = page.locator(".message.assistant .message-status").last
+        expect(status).to_contain_text("Queued (position 1)", timeout=30_000)
+        progress = page.locator(".message.assistant .prefill-progress").last
+        expect(progress).to_be_visible(timeout=120_000)
+        assert 0 < float(progress.get_attribute("value")) <= float(progress.get_attribute("max"))
+        expect(status).to_contain_text("Reading prompt")
+        expect(page.locator(".message.assistant .stats-line").last).to_be_visible(timeout=120_000)
+        other.collect(lambda e: e["type"] == "generation.done", timeout=120)
+    finally:
+        staff.post("/engine/policy/", {"policy": "chunked"})
+        assert wait_until(lambda: health()["workers"]["items"][0]["policy"] == "chunked", timeout=15)
+        redis_client.client().delete(redis_client.POLICY_KEY)

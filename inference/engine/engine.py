@@ -12,7 +12,6 @@ import dataclasses
 import logging
 import queue
 import threading
-import time
 from collections.abc import Callable
 
 from inference.engine.budget import StepCostModel
@@ -262,12 +261,3 @@ class Engine:
         if self._on_step is not None:
             self._on_step(record)
 
-
-def wait_for(predicate: Callable[[], bool], timeout: float, interval: float = 0.01) -> bool:
-    """Poll until predicate() holds or timeout seconds pass (for tests and shutdown)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
