@@ -6,9 +6,9 @@ import json
 import logging
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from inference import broadcast, selectors, services, watchdog
+from dashboard.sockets import SignedInGroupConsumer
+from inference import broadcast, selectors, services
 from inference.services import ClientError
 
 log = logging.getLogger(__name__)
@@ -16,21 +16,9 @@ log = logging.getLogger(__name__)
 MAX_FRAME_BYTES = 1_000_000
 
 
-class ChatConsumer(AsyncJsonWebsocketConsumer):
-    async def connect(self) -> None:
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=4401)
-            return
-        self.user = user
-        self.group = broadcast.user_group(user.id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
-        watchdog.ensure_running()
-
-    async def disconnect(self, code) -> None:
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+class ChatConsumer(SignedInGroupConsumer):
+    def group_for(self, user) -> str:
+        return broadcast.user_group(user.id)
 
     async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
         # Parsed here rather than in decode_json so bad input gets an answer, not a closed socket.

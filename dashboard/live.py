@@ -10,35 +10,28 @@ import asyncio
 import logging
 
 from asgiref.sync import sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from dashboard import selectors
-from inference import broadcast, watchdog
+from dashboard.sockets import SignedInGroupConsumer
+from inference import broadcast
 
 log = logging.getLogger(__name__)
 
 SYSTEM_INTERVAL_S = 2.0
 
 
-class DashboardConsumer(AsyncJsonWebsocketConsumer):
-    async def connect(self) -> None:
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=4401)
-            return
-        self.user = user
-        self.group = broadcast.DASHBOARD_GROUP
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
+class DashboardConsumer(SignedInGroupConsumer):
+    def group_for(self, user) -> str:
+        return broadcast.DASHBOARD_GROUP
+
+    async def on_connected(self) -> None:
         self.ticker = asyncio.create_task(self._send_system_status())
-        watchdog.ensure_running()
 
     async def disconnect(self, code) -> None:
         ticker = getattr(self, "ticker", None)
         if ticker is not None:
             ticker.cancel()
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        await super().disconnect(code)
 
     async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
         """The dashboard only listens; anything a client sends is ignored rather than closing the socket."""

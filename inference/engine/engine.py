@@ -260,4 +260,3 @@ class Engine:
         self.steps.append(record)
         if self._on_step is not None:
             self._on_step(record)
-
