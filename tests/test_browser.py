@@ -115,7 +115,8 @@ def test_the_chat_shows_its_queue_position_then_the_prompts_reading_progress(
     assert wait_until(lambda: health()["workers"]["items"][0]["policy"] == "serial", timeout=15)
     try:
         other = connect(make_user("busy"))
-        other.send({"type": "chat.send", "conversation": None, "text": "Tell me a long story.", "max_tokens": 150})
+        story = {"type": "chat.send", "conversation": None, "text": "Tell me a long story.", "max_tokens": 150}
+        other.send({**story, "options": {"ignore_eos": True}})  # still writing when the next one arrives
         other.collect(lambda e: e["type"] == "generation.token", timeout=120)
 
         me = make_user("reader")

@@ -9,8 +9,9 @@ from tests.support import of_type, wait_until
 
 pytestmark = [pytest.mark.integration]
 
-# A prompt the bundled base model keeps answering for a while (it lists numbers).
+# A prompt the bundled base model keeps answering for a while; ignore_eos makes sure of it.
 LONG_PROMPT = "Count from one to three hundred, writing every number in words, separated by commas."
+KEEP_GOING = {"ignore_eos": True}
 
 
 def _done(events: list[dict]) -> dict:
@@ -84,7 +85,9 @@ def test_the_first_answer_after_start_pays_the_model_load_and_the_next_does_not(
 
 def test_stop_keeps_the_partial_answer_and_frees_the_engine(worker, make_user, connect):
     sock = connect(make_user())
-    sock.send({"type": "chat.send", "conversation": None, "text": LONG_PROMPT, "max_tokens": 2000})
+    sock.send(
+        {"type": "chat.send", "conversation": None, "text": LONG_PROMPT, "max_tokens": 2000, "options": KEEP_GOING}
+    )
     events = sock.collect(lambda e: e["type"] == "generation.token", timeout=120)
     gid = events[0]["generation"]
     events += sock.collect(lambda e: e["type"] == "generation.token", timeout=30)
@@ -120,7 +123,9 @@ def test_a_killed_worker_leaves_the_partial_answer_interrupted_and_tells_the_bro
     worker, make_user, connect, health
 ):
     sock = connect(make_user())
-    sock.send({"type": "chat.send", "conversation": None, "text": LONG_PROMPT, "max_tokens": 2000})
+    sock.send(
+        {"type": "chat.send", "conversation": None, "text": LONG_PROMPT, "max_tokens": 2000, "options": KEEP_GOING}
+    )
     events = sock.collect(lambda e: e["type"] == "generation.token", timeout=120)
     gid = events[0]["generation"]
     # Let a few save intervals pass so the partial answer is on disk.
@@ -215,7 +220,7 @@ def test_every_bad_input_gets_a_clear_error_and_the_socket_keeps_working(worker,
 
 def test_a_second_message_while_an_answer_streams_is_refused_politely(worker, make_user, connect):
     sock = connect(make_user())
-    sock.send({"type": "chat.send", "conversation": None, "text": LONG_PROMPT, "max_tokens": 60})
+    sock.send({"type": "chat.send", "conversation": None, "text": LONG_PROMPT, "max_tokens": 60, "options": KEEP_GOING})
     queued = sock.collect(lambda e: e["type"] == "generation.queued")[-1]
     sock.send({"type": "chat.send", "conversation": queued["conversation"], "text": "and another"})
     events = sock.collect(lambda e: e["type"] == "generation.error" and e["generation"] is None, timeout=60)
