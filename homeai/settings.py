@@ -190,6 +190,9 @@ HOMEAI_SEED = env_int("HOMEAI_SEED", -1)
 HOMEAI_WORKER_TTL = env_int("HOMEAI_WORKER_TTL", 4, minimum=2, maximum=600)
 # /metrics: when set, Prometheus must send it as a bearer token (may come from HOMEAI_METRICS_TOKEN_FILE).
 HOMEAI_METRICS_TOKEN = env_str("HOMEAI_METRICS_TOKEN")
+# An answer still queued after this long, while workers are alive, has its task sent again
+# (its task may have been lost with a web process); a duplicate task is a no-op.
+HOMEAI_RESEND_AFTER_S = env_int("HOMEAI_RESEND_AFTER_S", 120, minimum=1)
 if HOMEAI_MAX_TOKENS > HOMEAI_MAX_TOKENS_LIMIT:
     raise ImproperlyConfigured("HOMEAI_MAX_TOKENS is above HOMEAI_MAX_TOKENS_LIMIT.")
 

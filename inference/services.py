@@ -481,6 +481,25 @@ def generations_interrupt_orphans() -> list[Generation]:
     return interrupted
 
 
+def generations_resend_stale(*, resent: set[int]) -> None:
+    """Send the task again, once, for answers queued too long while workers are alive.
+
+    The web process stores an answer and then sends its task; if it died in between, nothing
+    would ever run it. A second task for an answer that is merely waiting in a long line is
+    harmless: the claim (queued -> running) lets only one of them run.
+    """
+    from inference import worker
+    from inference.tasks import generate
+
+    if not worker.live_workers():
+        return
+    cutoff = timezone.now() - timezone.timedelta(seconds=settings.HOMEAI_RESEND_AFTER_S)
+    stale = Generation.objects.filter(status=Generation.Status.QUEUED, created_at__lt=cutoff).exclude(id__in=resent)
+    for generation_id in stale.values_list("id", flat=True):
+        resent.add(generation_id)
+        generate.delay(generation_id)
+
+
 NO_WORKER_MESSAGE = "No worker is running right now; this message will be answered as soon as one starts."
 
 

@@ -18,10 +18,12 @@ _task: asyncio.Task | None = None
 async def _sweep_forever() -> None:
     interval = max(settings.HOMEAI_WORKER_TTL / 4, 0.5)
     notified: set[int] = set()
+    resent: set[int] = set()
     while True:
         try:
             await database_sync_to_async(services.generations_interrupt_orphans)()
             await database_sync_to_async(services.generations_notify_no_worker)(notified=notified)
+            await database_sync_to_async(services.generations_resend_stale)(resent=resent)
         except Exception:
             log.exception("interrupted-answer sweep failed")
         await asyncio.sleep(interval)

@@ -154,6 +154,17 @@ def test_a_message_sent_while_no_worker_runs_is_kept_and_answered_when_one_start
     assert done["generation"] == notice["generation"] and done["status"] == "done"
 
 
+def test_an_answer_whose_task_was_lost_is_sent_again_and_answered(worker, make_user, connect):
+    from inference.services import generation_create
+
+    user = make_user()
+    sock = connect(user)
+    # Stored but never sent: what a web process that died at the wrong moment leaves behind.
+    generation = generation_create(user=user, conversation_id=None, text="Hello?", max_tokens=3)
+    done = sock.collect(lambda e: e["type"] == "generation.done", timeout=60)[-1]
+    assert done["generation"] == generation.id and done["status"] == "done"
+
+
 def test_a_second_user_cannot_read_continue_cancel_or_watch_the_first_users_chat(
     worker, make_user, connect, live_server_url
 ):
