@@ -249,6 +249,7 @@ def generation_cancel(*, user, generation_id) -> None:
             [_event("done", generation.id, status=generation.status, text="", metrics=generation.metrics(), notice="")],
         )
         broadcast.publish_dashboard([_dash_done(generation)])
+        record_generation(generation)
     elif generation.status == Generation.Status.RUNNING:
         redis_client.client().set(redis_client.cancel_key(generation.id), 1, ex=3600)
 

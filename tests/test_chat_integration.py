@@ -117,6 +117,13 @@ def test_cancelling_a_queued_answer_means_it_never_runs(worker, make_user, conne
     done = sock.collect(lambda e: e["type"] == "generation.done", timeout=10)[-1]
     assert done["generation"] == generation.id and done["status"] == "cancelled"
     assert Generation.objects.get(id=generation.id).status == "cancelled"
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from inference.metrics import exposition
+
+    families = {f.name: f for f in text_string_to_metric_families(exposition()[0].decode())}
+    cancelled = [s for s in families["homeai_requests"].samples if s.labels.get("outcome") == "cancelled"]
+    assert sum(s.value for s in cancelled) >= 1
 
 
 def test_a_killed_worker_leaves_the_partial_answer_interrupted_and_tells_the_browser(
