@@ -35,9 +35,6 @@ class _Relay:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queue: asyncio.Queue | None = None
-        self._idle = threading.Event()
-        self._idle.set()
-        self._pending = 0
 
     def _start(self) -> None:
         ready = threading.Event()
@@ -61,32 +58,15 @@ class _Relay:
                 await layer.group_send(group, message)
             except Exception:
                 log.exception("group_send to %s failed", group)
-            finally:
-                with self._lock:
-                    self._pending -= 1
-                    if self._pending == 0:
-                        self._idle.set()
 
     def publish(self, group: str, message: dict) -> None:
         with self._lock:
             if self._loop is None:
                 self._start()
-            self._pending += 1
-            self._idle.clear()
         self._loop.call_soon_threadsafe(self._queue.put_nowait, (group, message))
-
-    def flush(self, timeout: float = 5.0) -> bool:
-        """Wait until everything published so far has been sent."""
-        return self._idle.wait(timeout)
 
 
 _relay = _Relay()
-
-
-def publish(user_id: int, events: list[dict]) -> None:
-    """Send WebSocket events to every open chat socket of this user (non-blocking)."""
-    if events:
-        _relay.publish(user_group(user_id), {"type": RELAY_TYPE, "events": events})
 
 
 def publish_for(generation, events: list[dict]) -> None:
@@ -101,7 +81,3 @@ def publish_dashboard(events: list[dict]) -> None:
     """Send metric events (never message text) to every open dashboard socket."""
     if events:
         _relay.publish(DASHBOARD_GROUP, {"type": DASHBOARD_RELAY_TYPE, "events": events})
-
-
-def flush(timeout: float = 5.0) -> bool:
-    return _relay.flush(timeout)
