@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from inference.engine.budget import StepCostModel
 from inference.engine.engine import Engine
 from inference.engine.runner import Runner, RunnerConfig
@@ -77,12 +79,7 @@ def _warm(engine: Engine) -> None:
 
 
 def _pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    k = (len(ordered) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+    return float(np.percentile(values, q * 100)) if values else None
 
 
 def throughput(cfg: BenchConfig, policy: str) -> list[dict]:
