@@ -6,10 +6,32 @@ import json
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
+from pathlib import Path
 
 from websockets.sync.client import connect as ws_connect
 
 DONE_TYPES = ("generation.done", "generation.error")
+
+CHROMIUM = "/usr/bin/chromium"
+# Headless, as root, on a machine whose network reaches only localhost.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def launch_chromium(playwright):
+    """Debian's Chromium under Playwright (the tests never download a browser of their own)."""
+    import pytest
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (make test does).")
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
 
 
 def wait_until(predicate: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:

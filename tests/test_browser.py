@@ -9,20 +9,10 @@ import pytest
 from django.conf import settings
 
 from inference.models import Generation
-from tests.support import wait_until
+from tests.support import launch_chromium, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = Path(settings.DATA_DIR) / "artifacts"
 
 
@@ -33,10 +23,8 @@ def page(live_server_url, monkeypatch):
     # Playwright's sync API keeps an event loop in this thread; the test's own ORM reads are
     # still plain blocking calls, which Django would otherwise refuse.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (make test does).")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = launch_chromium(p)
         context = browser.new_context(base_url=live_server_url, viewport={"width": 1280, "height": 860})
         page = context.new_page()
         page.set_default_timeout(30_000)

@@ -22,7 +22,7 @@ from dashboard.dashboard_views import csv_value
 from dashboard.live import DashboardConsumer
 from inference import probe
 from inference.models import Conversation, Generation, Message
-from tests.support import wait_until
+from tests.support import launch_chromium, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "zebra-sentinel-7731"  # text of bob's that alice must never see
@@ -321,16 +321,6 @@ def test_the_dashboard_socket_forwards_the_feed_and_pushes_system_status(people)
 
 # --- in the browser, with the real worker ----------------------------------------------------------
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 CHARTS = ("timeline", "throughput", "ttft", "itl", "tokens", "steps", "why")
 
 
@@ -340,10 +330,8 @@ def browser_context(live_server_url, monkeypatch):
 
     # Playwright's sync API keeps an event loop in this thread; the test's ORM calls are blocking.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (make test does).")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = launch_chromium(p)
 
         def open_context(user, **options):
             from tests.support import session_cookie
