@@ -6,6 +6,7 @@ every configuration is measured in the same invocation, back to back.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform
 import statistics
@@ -39,6 +40,7 @@ class BenchConfig:
     budgets: tuple[int, ...] = (32, 64, 128)
     target_ms: float = 150.0
     stall_factors: tuple[float, ...] = (2.5,)
+    slice_sizes: tuple[int, ...] = (16, 32, 64, 128, 512)
     throughput: bool = True
     repeats: int = 3
 
@@ -78,6 +80,15 @@ def _warm(engine: Engine) -> None:
     _until(seq, ("done", "error"))
 
 
+def _document(engine: Engine, tokens: int) -> str:
+    """A report of about `tokens` tokens (the model's own count) and a request to summarise it."""
+    lines, text = 0, ""
+    while len(engine.runner.tokenize(text)) < tokens:
+        lines += 1
+        text = "Summarise this report in one sentence.\n" + "\n".join(DOC_LINE.format(i=i) for i in range(lines))
+    return text
+
+
 def _pct(values: list[float], q: float) -> float | None:
     return float(np.percentile(values, q * 100)) if values else None
 
@@ -112,6 +123,46 @@ def throughput(cfg: BenchConfig, policy: str) -> list[dict]:
     return rows
 
 
+def slice_cost(cfg: BenchConfig) -> list[dict]:
+    """What a prompt token costs when the document goes in as slices of n tokens, alone.
+
+    llama.cpp's batch is set to n, so every step evaluates one slice. The first and the last
+    quarter of the document are reported apart: late tokens attend to everything before them,
+    and attention is where llama.cpp's CPU kernels differ most between small and large batches.
+    """
+    rows = []
+    for n in cfg.slice_sizes:
+        engine = _engine(dataclasses.replace(cfg, n_batch=n), "serial")
+        try:
+            _warm(engine)
+            doc = _seq(60, _document(engine, cfg.doc_tokens), 1)
+            engine.submit(doc)
+            _until(doc, ("done",))
+            steps = [s for s in engine.steps if 60 in s["seqs"] and s["prefill"]]
+            quarter = doc.prompt_len // 4
+            first, last, done = [0.0, 0], [0.0, 0], 0
+            for s in steps:  # a step's time is shared among its tokens
+                for part, lo, hi in ((first, 0, quarter), (last, doc.prompt_len - quarter, doc.prompt_len)):
+                    inside = max(0, min(done + s["prefill"], hi) - max(done, lo))
+                    part[0] += s["ms"] * inside / s["prefill"]
+                    part[1] += inside
+                done += s["prefill"]
+            total_ms = sum(s["ms"] for s in steps)
+            rows.append(
+                {
+                    "slice": n,
+                    "steps": len(steps),
+                    "prompt_tokens": doc.prompt_len,
+                    "ms_per_token": total_ms / doc.prompt_len,
+                    "ms_per_token_first_quarter": first[0] / max(first[1], 1),
+                    "ms_per_token_last_quarter": last[0] / max(last[1], 1),
+                }
+            )
+        finally:
+            engine.stop()
+    return rows
+
+
 def _interference_once(
     cfg: BenchConfig, policy: str, budget: int = 256, target_ms: float | None = None, factor: float | None = None
 ) -> dict:
@@ -138,11 +189,7 @@ def _interference_once(
         for seq in chats[:1] if policy == "serial" else chats:
             for _ in range(8):
                 _until(seq, ("token",))
-        lines, text = 0, ""
-        while len(engine.runner.tokenize(text)) < cfg.doc_tokens:
-            lines += 1
-            text = "Summarise this report in one sentence.\n" + "\n".join(DOC_LINE.format(i=i) for i in range(lines))
-        doc = _seq(50, text, 8)
+        doc = _seq(50, _document(engine, cfg.doc_tokens), 8)
         engine.submit(doc)
         done = _until(doc, ("done",))[-1]
         window = (doc.clock.t_prefill_start, doc.clock.token_times[0])
@@ -159,6 +206,13 @@ def _interference_once(
             times = [t for t in seq.clock.token_times if t < window[0]]
             steady += [(b - a) / NS_PER_MS for a, b in zip(times[2:], times[3:], strict=False)]
         steps = [s for s in engine.steps if 50 in s["seqs"] and s["prefill"]]
+        # What a document token added to its steps: step time less what the same step's
+        # decodes cost alone (median decode-only step of this run with as many decodes).
+        alone: dict[int, list[float]] = {}
+        for s in engine.steps:
+            if not s["prefill"] and s["decode"]:
+                alone.setdefault(s["decode"], []).append(s["ms"])
+        added = sum(s["ms"] - (statistics.median(alone[s["decode"]]) if s["decode"] in alone else 0.0) for s in steps)
         return (
             gaps,
             steady,
@@ -171,6 +225,7 @@ def _interference_once(
                 "doc_ttft_ms": done.data["metrics"]["ttft_ms"],
                 "doc_prefill_ms": done.data["metrics"]["prefill_ms"],
                 "doc_prefill_steps": len(steps),
+                "doc_token_ms": added / max(sum(s["prefill"] for s in steps), 1),
                 "chat_itl_steady_p50_ms": _pct(steady, 0.5),
                 "chat_itl_p50_ms": _pct(gaps, 0.5),
                 "chat_itl_p99_ms": _pct(gaps, 0.99),
@@ -197,6 +252,7 @@ def interference(
         runs.append(run)
     result = sorted(runs, key=lambda r: r["doc_ttft_ms"])[len(runs) // 2]
     result.update(
+        doc_token_ms=statistics.median(r["doc_token_ms"] for r in runs),
         repeats=cfg.repeats,
         chat_itl_steady_p50_ms=_pct(steady, 0.5),
         chat_itl_p50_ms=_pct(gaps, 0.5),
@@ -215,6 +271,7 @@ def run_all(cfg: BenchConfig, log=print) -> dict:
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in cfg.__dict__.items()},
         "throughput": [],
         "interference": [],
+        "slices": [],
     }
     for policy in ("serial", "continuous", "chunked") if cfg.throughput else ():
         log(f"throughput: {policy}")
@@ -226,8 +283,34 @@ def run_all(cfg: BenchConfig, log=print) -> dict:
     for policy, budget, target, factor in runs:
         log(f"interference: {policy} budget={budget} target={target} factor={factor}")
         result["interference"].append(interference(cfg, policy, budget=budget, target_ms=target, factor=factor))
+    if cfg.slice_sizes:
+        log(f"prompt cost by slice size: {', '.join(map(str, cfg.slice_sizes))}")
+        result["slices"] = slice_cost(cfg)
     result["seconds"] = time.time() - started
     return result
+
+
+def label(r: dict) -> str:
+    """How a row of the interference table is named: policy and what sizes its chunks."""
+    if r["policy"] != "chunked":
+        return r["policy"]
+    if r["target_ms"]:
+        return f"chunked, {r['target_ms']:.0f} ms steps"
+    if r["stall_factor"]:
+        return f"chunked, {r['stall_factor']:g}x stall"
+    return f"chunked, {r['budget']} tokens"
+
+
+def ratios(result: dict) -> list[dict]:
+    """Each interference row's two bounds: chats' p99 gap over their undisturbed median, and the
+    document's TTFT over what `continuous` gave it in the same run."""
+    cont = next((r for r in result["interference"] if r["policy"] == "continuous"), None)
+    rows = []
+    for r in result["interference"]:
+        stall = r["chat_itl_p99_ms"] / r["chat_itl_steady_p50_ms"] if r["chat_itl_p99_ms"] else None
+        ttft = r["doc_ttft_ms"] / cont["doc_ttft_ms"] if cont else None
+        rows.append({"label": label(r), "stall": stall, "ttft": ttft, "row": r})
+    return rows
 
 
 def markdown(result: dict) -> str:
@@ -242,22 +325,29 @@ def markdown(result: dict) -> str:
         )
     out += [
         "",
-        "| policy | chunk budget | target step | chats' ITL before (p50) | chats' ITL during document prefill "
-        "p50 / p99 / max ms | p99 ÷ before | document TTFT ms | prefill steps |",
+        "| policy | chats' ITL before (p50) | chats' ITL during document prefill p50 / p99 / max ms "
+        "| p99 ÷ before | document TTFT ms | TTFT ÷ continuous | prefill steps | ms per document token |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for r in result["interference"]:
-        target = (
-            f"{r['target_ms']:.0f} ms"
-            if r["target_ms"]
-            else (f"{r['stall_factor']}x decode" if r["stall_factor"] else "–")
-        )
-        ratio = (r["chat_itl_p99_ms"] / r["chat_itl_steady_p50_ms"]) if r["chat_itl_p99_ms"] else None
+    for x in ratios(result):
+        r = x["row"]
         out.append(
-            f"| {r['policy']} | {r['budget'] or '–'} | {target} | {f(r['chat_itl_steady_p50_ms'])} "
-            f"| {f(r['chat_itl_p50_ms'])} / {f(r['chat_itl_p99_ms'])} / {f(r['chat_itl_max_ms'])} | {f(ratio, 1)} "
-            f"| {f(r['doc_ttft_ms'])} | {r['doc_prefill_steps']} |"
+            f"| {x['label']} | {f(r['chat_itl_steady_p50_ms'])} "
+            f"| {f(r['chat_itl_p50_ms'])} / {f(r['chat_itl_p99_ms'])} / {f(r['chat_itl_max_ms'])} "
+            f"| {f(x['stall'], 1)} | {f(r['doc_ttft_ms'])} | {f(x['ttft'], 2)} | {r['doc_prefill_steps']} "
+            f"| {f(r.get('doc_token_ms'), 2)} |"
         )
+    if result.get("slices"):
+        out += [
+            "",
+            "| slice (tokens per step) | steps | ms per prompt token | first quarter | last quarter |",
+            "|---|---|---|---|---|",
+        ]
+        for r in result["slices"]:
+            out.append(
+                f"| {r['slice']} | {r['steps']} | {f(r['ms_per_token'], 2)} "
+                f"| {f(r['ms_per_token_first_quarter'], 2)} | {f(r['ms_per_token_last_quarter'], 2)} |"
+            )
     return "\n".join(out)
 
 
@@ -270,38 +360,50 @@ def write_outputs(result: dict, out_dir: Path) -> tuple[Path, Path]:
     json_path.write_text(json.dumps(result, indent=2))
     fig = make_subplots(
         rows=1,
-        cols=2,
-        subplot_titles=("Aggregate output tokens/s by streams", "Chats' p99 gap vs the document's TTFT"),
+        cols=3,
+        subplot_titles=(
+            "Aggregate output tokens/s by streams",
+            "The trade-off: chats' stall against the document's wait",
+            "Cost of a prompt token by slice size",
+        ),
     )
     for policy in ("serial", "continuous", "chunked"):
         rows = [r for r in result["throughput"] if r["policy"] == policy]
         fig.add_trace(
             go.Bar(name=policy, x=[str(r["streams"]) for r in rows], y=[r["aggregate_tps"] for r in rows]), 1, 1
         )
-    for r in result["interference"]:
-        label = (
-            r["policy"]
-            + (f" {r['budget']}" if r["budget"] else "")
-            + (f" {r['target_ms']:.0f}ms" if r["target_ms"] else "")
-        )
+    # The goal: chats' p99 gap within 3x of normal, the document's TTFT within 2x of continuous.
+    fig.add_shape(type="rect", x0=1, x1=3, y0=0, y1=2, fillcolor="rgba(60,160,90,0.12)", line_width=0, row=1, col=2)
+    points = [x for x in ratios(result) if x["stall"] is not None and x["ttft"] is not None]
+    fig.add_trace(
+        go.Scatter(
+            x=[x["stall"] for x in points],
+            y=[x["ttft"] for x in points],
+            mode="markers+text",
+            text=[x["label"].replace("chunked, ", "") for x in points],
+            textposition="top center",
+            name="interference",
+            showlegend=False,
+        ),
+        1,
+        2,
+    )
+    slices = result.get("slices") or []
+    for key, name in (("ms_per_token_first_quarter", "first quarter"), ("ms_per_token_last_quarter", "last quarter")):
         fig.add_trace(
             go.Scatter(
-                x=[r["doc_ttft_ms"]],
-                y=[r["chat_itl_p99_ms"]],
-                mode="markers+text",
-                text=[label],
-                textposition="top center",
-                name=label,
-                showlegend=False,
+                x=[str(r["slice"]) for r in slices], y=[r[key] for r in slices], mode="lines+markers", name=name
             ),
             1,
-            2,
+            3,
         )
+    fig.update_xaxes(title_text="tokens per step", type="category", row=1, col=3)
+    fig.update_yaxes(title_text="ms per prompt token", rangemode="tozero", row=1, col=3)
     fig.update_xaxes(title_text="concurrent streams", row=1, col=1)
     fig.update_yaxes(title_text="tokens/s", row=1, col=1)
-    fig.update_xaxes(title_text="document TTFT (ms)", row=1, col=2)
-    fig.update_yaxes(title_text="chat inter-token gap p99 (ms)", type="log", row=1, col=2)
-    fig.update_layout(title=f"HomeAI engine on {result['model']}", barmode="group", height=480, width=1100)
+    fig.update_xaxes(title_text="chats' p99 gap ÷ their undisturbed median (log)", type="log", row=1, col=2)
+    fig.update_yaxes(title_text="document TTFT ÷ continuous's", rangemode="tozero", row=1, col=2)
+    fig.update_layout(title=f"HomeAI engine on {result['model']}", barmode="group", height=520, width=1500)
     html_path = out_dir / "engine.html"
     fig.write_html(html_path, include_plotlyjs=True, full_html=True)
     return json_path, html_path

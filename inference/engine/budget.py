@@ -5,9 +5,21 @@ long stall on a NAS CPU and nothing on a GPU. So the engine learns what a step c
 
     step_ms ≈ decode_ms(n_decode) + per_prompt_token_ms × n_prefill
 
-with decode_ms kept per decode count (an EWMA for each) and per_prompt_token_ms an EWMA over
-steps that carried enough prompt to measure. The chunk for a target step time is what is left
-after the decodes, divided by the per-token cost.
+with decode_ms the median of the recent decode-only steps per decode count, and
+per_prompt_token_ms the median of what the prompt tokens of the recent mixed steps (decodes and
+a prompt chunk) cost. The chunk for a target step time is what is left after the decodes,
+divided by the per-token cost.
+
+Why medians of recent steps and not averages: on a shared box one slow step (another process
+took the core) is common, and an average remembers it for many steps. An inflated decode cost
+raises the target itself (the target is relative to it), and the chats then stall more than
+asked: measured here, one 49 ms outlier among 28 ms steps made a 2x target behave like 2.8x.
+
+Why only mixed steps teach the prompt cost: a prompt token is much cheaper inside a 500-token
+batch than in the 16–30-token chunks that fit beside running decodes (llama.cpp's CPU kernels
+reuse weights and use tiled attention only for large batches: 1.9 against 2.5 ms per token on
+the development box). Chunks are only sized while something decodes, so only such steps say what
+a chunk will cost. Until one has been seen, a chunk is min_chunk tokens: small, and it teaches.
 
 The target is either a fixed step time (target_ms) or relative: stall_factor times what the
 running decodes cost alone, i.e. "a pasted document may make the chats' steps at most this
@@ -17,7 +29,10 @@ decode running nobody can stall, so the prompt goes in as large chunks as the ba
 
 from __future__ import annotations
 
-ALPHA = 0.2  # EWMA weight of the newest observation
+import statistics
+from collections import deque
+
+WINDOW = 9  # recent steps per estimate: enough to outvote a noisy step, few enough to follow drift
 MIN_PREFILL_TO_LEARN = 8  # smaller chunks are dominated by fixed overhead
 
 
@@ -29,30 +44,38 @@ class StepCostModel:
         self.target_ms = target_ms or None
         self.stall_factor = stall_factor or None
         self.min_chunk = min_chunk
-        self.decode_ms: dict[int, float] = {}
-        self.per_prompt_token_ms: float | None = None
+        self._decode: dict[int, deque[float]] = {}
+        self._per_token: deque[float] = deque(maxlen=WINDOW)
 
-    @staticmethod
-    def _ewma(old: float | None, new: float) -> float:
-        return new if old is None else old + ALPHA * (new - old)
+    @property
+    def decode_ms(self) -> dict[int, float]:
+        """What a decode-only step costs, per number of decoding sequences."""
+        return {n: statistics.median(times) for n, times in sorted(self._decode.items())}
 
-    def decode_cost(self, n_decode: int) -> float:
+    @property
+    def per_prompt_token_ms(self) -> float | None:
+        """What one prompt token adds to a step that also decodes; None until seen."""
+        return statistics.median(self._per_token) if self._per_token else None
+
+    def decode_cost(self, n_decode: int) -> float | None:
         if n_decode <= 0:
             return 0.0
-        if n_decode in self.decode_ms:
-            return self.decode_ms[n_decode]
-        known = sorted(self.decode_ms)
-        if not known:
-            return 0.0
-        nearest = min(known, key=lambda n: abs(n - n_decode))
-        return self.decode_ms[nearest] * n_decode / nearest  # crude, and soon replaced by data
+        if n_decode in self._decode:
+            return statistics.median(self._decode[n_decode])
+        if not self._decode:
+            return None
+        nearest = min(self._decode, key=lambda n: abs(n - n_decode))
+        return statistics.median(self._decode[nearest]) * n_decode / nearest  # crude, soon replaced by data
 
     def observe(self, *, n_prefill: int, n_decode: int, ms: float) -> None:
-        if n_prefill == 0 and n_decode > 0:
-            self.decode_ms[n_decode] = self._ewma(self.decode_ms.get(n_decode), ms)
+        if n_decode <= 0:
+            return  # a prompt-only step: nobody waits on it, and its per-token cost misleads
+        if n_prefill == 0:
+            self._decode.setdefault(n_decode, deque(maxlen=WINDOW)).append(ms)
         elif n_prefill >= MIN_PREFILL_TO_LEARN:
-            per_token = max(ms - self.decode_cost(n_decode), 0.0) / n_prefill
-            self.per_prompt_token_ms = self._ewma(self.per_prompt_token_ms, per_token)
+            decode = self.decode_cost(n_decode)
+            if decode is not None:
+                self._per_token.append(max(ms - decode, 0.0) / n_prefill)
 
     @property
     def adaptive(self) -> bool:
@@ -62,8 +85,8 @@ class StepCostModel:
         """The step time to aim for with n_decode running decodes, or None while unknown."""
         if self.target_ms is not None:
             return self.target_ms
-        if self.stall_factor is not None and n_decode in self.decode_ms:
-            return self.stall_factor * self.decode_ms[n_decode]
+        if self.stall_factor is not None and n_decode in self._decode:
+            return self.stall_factor * statistics.median(self._decode[n_decode])
         return None
 
     def budget(self, n_decode: int) -> int | None:
@@ -73,8 +96,11 @@ class StepCostModel:
         if n_decode == 0:
             return UNLIMITED
         target = self.target(n_decode)
-        if target is None or not self.per_prompt_token_ms:
+        if target is None:
             return None
-        room_ms = target - self.decode_cost(n_decode)
-        chunk = int(room_ms / self.per_prompt_token_ms) if room_ms > 0 else 0
+        per_token = self.per_prompt_token_ms
+        if not per_token:
+            return n_decode + self.min_chunk  # the first chunk beside decodes: small, and it teaches
+        room_ms = target - (self.decode_cost(n_decode) or 0.0)
+        chunk = int(room_ms / per_token) if room_ms > 0 else 0
         return n_decode + max(chunk, self.min_chunk)

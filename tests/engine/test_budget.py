@@ -44,8 +44,47 @@ def test_with_nobody_decoding_a_prompt_goes_in_whole():
 
 def test_without_target_or_data_it_defers_to_the_fixed_budget_and_never_starves():
     assert StepCostModel(target_ms=None).budget(2) is None
-    assert StepCostModel(target_ms=50).budget(2) is None
-    assert StepCostModel(target_ms=None, stall_factor=3).budget(2) is None
+    assert StepCostModel(target_ms=None, stall_factor=3).budget(2) is None  # no baseline to scale yet
+    # A target but no prompt cost yet: a small first chunk, which teaches the cost.
+    assert StepCostModel(target_ms=50).budget(2) == 2 + 16
     slow = StepCostModel(target_ms=20, min_chunk=16)
     feed(slow, base=30, per_decode=10, per_prompt=3)  # decodes alone exceed the target
     assert slow.budget(3) == 3 + 16
+
+
+def test_one_slow_step_does_not_move_the_target():
+    """A shared box has outliers; a median of recent steps ignores one, an average would not."""
+    model = StepCostModel(target_ms=None, stall_factor=2)
+    feed(model, base=10, per_decode=6, per_prompt=2)  # 3 decodes: 28 ms
+    model.observe(n_prefill=0, n_decode=3, ms=120.0)
+    assert model.target(3) == pytest.approx(56)
+    model.observe(n_prefill=16, n_decode=3, ms=28 + 16 * 2 + 90)
+    assert model.per_prompt_token_ms == pytest.approx(2, rel=0.01)
+
+
+def test_prompt_only_steps_do_not_teach_the_cost_of_a_chunk():
+    """A 500-token batch is cheaper per token than a chunk beside decodes; only chunks count."""
+    model = StepCostModel(target_ms=None, stall_factor=2)
+    for _ in range(5):
+        model.observe(n_prefill=0, n_decode=3, ms=30.0)
+        model.observe(n_prefill=500, n_decode=0, ms=500 * 1.5)
+    assert model.per_prompt_token_ms is None
+    assert model.budget(3) == 3 + 16  # first chunk: small
+    model.observe(n_prefill=16, n_decode=3, ms=30 + 16 * 2.5)
+    assert model.per_prompt_token_ms == pytest.approx(2.5)
+    assert model.budget(3) == 3 + 16  # 30 ms of room at 2.5 ms a token is 12: the floor holds
+    model.observe(n_prefill=16, n_decode=3, ms=30 + 16 * 1.0)
+    model.observe(n_prefill=16, n_decode=3, ms=30 + 16 * 1.0)
+    assert model.budget(3) == 3 + 30
+
+
+def test_the_prompt_cost_follows_drift_within_a_few_steps():
+    """Attention makes later chunks of a long document dearer; the estimate must follow."""
+    model = StepCostModel(target_ms=100)
+    model.observe(n_prefill=0, n_decode=2, ms=20.0)
+    for _ in range(20):
+        model.observe(n_prefill=20, n_decode=2, ms=20 + 20 * 2.0)
+    for _ in range(5):
+        model.observe(n_prefill=20, n_decode=2, ms=20 + 20 * 4.0)
+    assert model.per_prompt_token_ms == pytest.approx(4.0)
+    assert model.budget(2) == 2 + 20

@@ -20,6 +20,9 @@ class Command(BaseCommand):
         parser.add_argument("--budgets", default="32,64,128", help="chunk budgets to try, comma-separated")
         parser.add_argument("--target-ms", type=float, default=150.0, help="also try this fixed step time (0: skip)")
         parser.add_argument("--stall-factors", default="2.5", help="relative targets to try, comma-separated")
+        parser.add_argument(
+            "--slices", default="16,32,64,128,512", help="prompt slice sizes to cost, comma-separated (empty: skip)"
+        )
         parser.add_argument("--repeats", type=int, default=3, help="interference runs pooled per setting")
         parser.add_argument("--no-throughput", action="store_true", help="only the interference scenario")
         parser.add_argument("--out", default="docs/bench", help="folder for engine.json and engine.html")
@@ -35,6 +38,7 @@ class Command(BaseCommand):
             stall_factors=tuple(float(f) for f in opts["stall_factors"].split(",") if f),
             throughput=not opts["no_throughput"],
             repeats=opts["repeats"],
+            slice_sizes=tuple(int(n) for n in opts["slices"].split(",") if n),
         )
         result = run_all(cfg, log=lambda msg: self.stderr.write(msg))
         json_path, html_path = write_outputs(result, Path(opts["out"]))
