@@ -173,9 +173,10 @@ HOMEAI_BATCH = env_int("HOMEAI_BATCH", 512, minimum=16, maximum=8192)
 HOMEAI_GPU_LAYERS = env_int("HOMEAI_GPU_LAYERS", 0, minimum=-1)
 HOMEAI_SLOTS = env_int("HOMEAI_SLOTS", 4, minimum=1, maximum=64)
 HOMEAI_POLICY = env_choice("HOMEAI_POLICY", "chunked", ("serial", "continuous", "chunked"))
-# chunked: tokens per step (decodes included) until the engine has measured this box; then
-# each step aims at HOMEAI_TARGET_ITL_MS when set, else at HOMEAI_STALL_FACTOR times what the
-# running decodes cost alone (0 for both: Sarathi-Serve's fixed budget).
+# chunked: tokens per step (decodes included) until the engine has timed the running decodes;
+# then each step aims at HOMEAI_TARGET_ITL_MS when set, else at HOMEAI_STALL_FACTOR times what
+# the running decodes cost alone (0 for both: Sarathi-Serve's fixed budget). The default keeps
+# chats' p99 gap within about 3x of normal on a 2-core CPU (docs/performance.md).
 HOMEAI_TOKEN_BUDGET = env_int("HOMEAI_TOKEN_BUDGET", 64, minimum=1)
 HOMEAI_TARGET_ITL_MS = env_float("HOMEAI_TARGET_ITL_MS", 0.0, minimum=0.0)
 HOMEAI_STALL_FACTOR = env_float("HOMEAI_STALL_FACTOR", 2.0, minimum=0.0)

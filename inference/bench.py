@@ -381,7 +381,8 @@ def write_outputs(result: dict, out_dir: Path) -> tuple[Path, Path]:
             y=[x["ttft"] for x in points],
             mode="markers+text",
             text=[x["label"].replace("chunked, ", "") for x in points],
-            textposition="top center",
+            textposition="middle right",
+            textfont={"size": 10},
             name="interference",
             showlegend=False,
         ),
@@ -401,7 +402,9 @@ def write_outputs(result: dict, out_dir: Path) -> tuple[Path, Path]:
     fig.update_yaxes(title_text="ms per prompt token", rangemode="tozero", row=1, col=3)
     fig.update_xaxes(title_text="concurrent streams", row=1, col=1)
     fig.update_yaxes(title_text="tokens/s", row=1, col=1)
-    fig.update_xaxes(title_text="chats' p99 gap ÷ their undisturbed median (log)", type="log", row=1, col=2)
+    fig.update_xaxes(
+        title_text="chats' p99 gap ÷ their undisturbed median (log)", type="log", range=[0, 2], row=1, col=2
+    )
     fig.update_yaxes(title_text="document TTFT ÷ continuous's", rangemode="tozero", row=1, col=2)
     fig.update_layout(title=f"HomeAI engine on {result['model']}", barmode="group", height=520, width=1500)
     html_path = out_dir / "engine.html"
