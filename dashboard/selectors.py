@@ -334,6 +334,8 @@ def system_snapshot(workers: dict[str, dict] | None = None) -> dict:
         "waiting": sum(int(b.get("waiting") or 0) for b in beats),
         "slots": sum(int(b.get("slots") or 0) for b in beats) or None,
         "policy": ", ".join(sorted({str(b["policy"]) for b in beats if b.get("policy")})) or None,
+        # How `chunked` sizes a long prompt's chunks on the first worker that chunks.
+        "sizing": next((b["sizing"] for b in loaded if b.get("sizing")), None),
         "cpu_percent": cpu_percent(),
         "cpu_count": psutil.cpu_count(),
         "ram_used_bytes": memory.total - memory.available,

@@ -260,6 +260,7 @@ def test_the_why_panel_uses_the_workers_model_and_the_probe(as_user, stored, mon
         "running": 0,
         "waiting": 0,
         "model_info": {"name": "gemma-3-270m-q4_k_m.gguf", "size_bytes": 250_000_000, "n_params": 300_000_000},
+        "sizing": {"mode": "stall", "n_decode": 3, "chunk": 20},
     }
     monkeypatch.setattr(selectors.worker, "live_workers", lambda: {"box:1": beat})
     monkeypatch.setattr(selectors.probe, "read_all", lambda: {"box": {"bandwidth_gbs": 25.0, "gflops": 150.0}})
@@ -270,6 +271,7 @@ def test_the_why_panel_uses_the_workers_model_and_the_probe(as_user, stored, mon
     g = stored["own"][0]
     assert why["decode_pct"] == pytest.approx(100 * g.output_tps / 100.0)
     assert payload["system"]["state"] == "warm"
+    assert payload["system"]["sizing"] == beat["sizing"]
 
 
 # --- the live socket --------------------------------------------------------------------------------
@@ -394,6 +396,9 @@ def test_the_dashboard_draws_every_chart_and_grows_live_as_someone_chats(browser
     page.locator("#live-status[data-state=connected]").wait_for()
     # Bob sees alice's metrics but not her words.
     assert "sea" not in page.locator("#requests-body").inner_text()
+    # The steps panel says how the default policy treats a long prompt, from the worker's numbers.
+    page.wait_for_function("() => document.getElementById('steps-sizing').textContent.includes('Policy chunked')")
+    assert "× the" in page.locator("#steps-sizing").inner_text()  # the stall target, with the measured step
 
     timeline_before = len(set(_chart_ids(page, "timeline")))
     throughput_before = _chart_points(page, "throughput")

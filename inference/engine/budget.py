@@ -46,6 +46,7 @@ class StepCostModel:
         self.min_chunk = min_chunk
         self._decode: dict[int, deque[float]] = {}
         self._per_token: deque[float] = deque(maxlen=WINDOW)
+        self.last_n_decode = 0  # decodes in the latest step that had any: what "now" looks like
 
     @property
     def decode_ms(self) -> dict[int, float]:
@@ -64,12 +65,14 @@ class StepCostModel:
             return statistics.median(self._decode[n_decode])
         if not self._decode:
             return None
-        nearest = min(self._decode, key=lambda n: abs(n - n_decode))
+        # tuple(): a copy, as status() reads this from the heartbeat thread
+        nearest = min(tuple(self._decode), key=lambda n: abs(n - n_decode))
         return statistics.median(self._decode[nearest]) * n_decode / nearest  # crude, soon replaced by data
 
     def observe(self, *, n_prefill: int, n_decode: int, ms: float) -> None:
         if n_decode <= 0:
             return  # a prompt-only step: nobody waits on it, and its per-token cost misleads
+        self.last_n_decode = n_decode
         if n_prefill == 0:
             self._decode.setdefault(n_decode, deque(maxlen=WINDOW)).append(ms)
         elif n_prefill >= MIN_PREFILL_TO_LEARN:
@@ -104,3 +107,14 @@ class StepCostModel:
         room_ms = target - (self.decode_cost(n_decode) or 0.0)
         chunk = int(room_ms / per_token) if room_ms > 0 else 0
         return n_decode + max(chunk, self.min_chunk)
+
+    def describe(self, n_decode: int) -> dict:
+        """What sizes a chunk beside n_decode running decodes, in numbers a person can check."""
+        return {
+            "mode": "target" if self.target_ms is not None else ("stall" if self.stall_factor else "fixed"),
+            "stall_factor": self.stall_factor,
+            "n_decode": n_decode,
+            "decode_ms": self.decode_cost(n_decode),
+            "target_ms": self.target(n_decode),
+            "prompt_token_ms": self.per_prompt_token_ms,
+        }

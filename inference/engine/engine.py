@@ -85,8 +85,21 @@ class Engine:
             "target_step_ms": self.cost_model.target_ms,
             "stall_factor": self.cost_model.stall_factor,
             "prompt_token_ms": self.cost_model.per_prompt_token_ms,
+            "sizing": self.sizing(),
             "slots": self.runner.config.n_slots,
         }
+
+    def sizing(self) -> dict | None:
+        """How `chunked` sizes a long prompt's chunks now: beside as many decodes as the latest
+        step had, what those cost alone, the step time aimed at, what a prompt token adds, and
+        the chunk that leaves. None for the other policies (they do not chunk)."""
+        if self.scheduler.policy != "chunked":
+            return None
+        n = self.cost_model.last_n_decode
+        info = self.cost_model.describe(n)
+        info["token_budget"] = self.scheduler.token_budget
+        info["chunk"] = self.scheduler.step_budget(n) - n if n else None
+        return info
 
     # --- the owner thread ----------------------------------------------------------------------
     def _run_forever(self) -> None:

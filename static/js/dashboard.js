@@ -333,8 +333,29 @@
     setText("fit-text", fit ? fit.text : "Prompts of different lengths (warm, no model load) give the fit its slope.");
   }
 
+  // How the scheduler treats a long prompt right now, with this machine's measured costs.
+  function sizingText(s) {
+    if (s.policy === "continuous") return "Policy continuous: a waiting prompt goes in whole, so every answer being written waits for it (llama-server's schedule).";
+    if (s.policy === "serial") return "Policy serial: one request at a time; the others wait their turn.";
+    const z = s.sizing;
+    if (!z) return "";
+    if (!z.n_decode) return "Policy chunked: nothing has been written yet; while no answer is being written, a prompt goes in whole.";
+    const answers = z.n_decode === 1 ? "1 answer" : `${z.n_decode} answers`;
+    if (z.mode === "fixed") {
+      return `Policy chunked, fixed budget: ${z.token_budget} tokens a step, decodes first, so beside ${answers} a long prompt goes in ${z.chunk}-token chunks.`;
+    }
+    const aim = z.mode === "stall"
+      ? `${z.stall_factor}× the ${fmtMs(z.decode_ms)} that ${answers} ${z.n_decode === 1 ? "takes" : "take"} alone (${fmtMs(z.target_ms)})`
+      : fmtMs(z.target_ms);
+    if (!isNum(z.prompt_token_ms)) {
+      return `Policy chunked: steps aim at ${aim}; the next long prompt's first ${z.chunk}-token chunk measures what a prompt token costs here.`;
+    }
+    return `Policy chunked: with ${answers} being written, steps aim at ${aim}; a prompt token adds ${fmtMs(z.prompt_token_ms)} beside them on this machine, so a long prompt goes in ${z.chunk}-token chunks.`;
+  }
+
   function renderSystem(s) {
     if (!s) return;
+    setText("steps-sizing", sizingText(s));
     setText("sys-running", fmtInt(s.running));
     setText("sys-waiting", fmtInt(s.waiting));
     const engine = [];

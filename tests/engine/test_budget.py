@@ -88,3 +88,20 @@ def test_the_prompt_cost_follows_drift_within_a_few_steps():
         model.observe(n_prefill=20, n_decode=2, ms=20 + 20 * 4.0)
     assert model.per_prompt_token_ms == pytest.approx(4.0)
     assert model.budget(2) == 2 + 20
+
+
+def test_it_says_how_it_sized_a_chunk():
+    model = StepCostModel(target_ms=None, stall_factor=2)
+    assert model.describe(3)["decode_ms"] is None  # nothing measured yet
+    feed(model, base=10, per_decode=6, per_prompt=2)
+    assert model.last_n_decode == 3
+    assert model.describe(3) == {
+        "mode": "stall",
+        "stall_factor": 2,
+        "n_decode": 3,
+        "decode_ms": pytest.approx(28),
+        "target_ms": pytest.approx(56),
+        "prompt_token_ms": pytest.approx(2),
+    }
+    assert StepCostModel(target_ms=80).describe(1)["mode"] == "target"
+    assert StepCostModel(target_ms=None).describe(1)["mode"] == "fixed"

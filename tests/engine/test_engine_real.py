@@ -23,12 +23,15 @@ GREEDY = SamplingParams(max_tokens=12, temperature=0.0, repeat_penalty=1.0)
 DOCUMENT = " ".join(f"Line {i}: the quick brown fox jumps over the lazy dog." for i in range(120))
 
 
-def make_engine(policy: str, *, budget: int = 256, target_ms: float | None = None) -> Engine:
+def make_engine(
+    policy: str, *, budget: int = 256, target_ms: float | None = None, stall_factor: float | None = None
+) -> Engine:
     runner = Runner(
         RunnerConfig(model_path=settings.HOMEAI_MODEL_PATH, n_ctx_seq=2048, n_slots=N_SLOTS, n_batch=512, n_threads=2)
     )
     scheduler = Scheduler(policy=policy, n_slots=N_SLOTS, n_batch=512, token_budget=budget)
-    return Engine(runner=runner, scheduler=scheduler, cost_model=StepCostModel(target_ms), capture_first_logits=True)
+    cost_model = StepCostModel(target_ms, stall_factor=stall_factor)
+    return Engine(runner=runner, scheduler=scheduler, cost_model=cost_model, capture_first_logits=True)
 
 
 def make_seq(seq_id: int, text: str, params: SamplingParams = GREEDY, history: list | None = None) -> Sequence:
@@ -191,6 +194,36 @@ def test_chunked_prefill_keeps_every_step_within_the_budget_while_others_decode(
     assert len(doc_steps) >= doc.prompt_len // 64
     assert all(s["prefill"] + s["decode"] <= 64 or s["prefill"] <= 16 for s in doc_steps)
     assert any(s["decode"] >= 1 for s in doc_steps)  # the chats kept decoding during the prefill
+    sizing = chunked.sizing()
+    assert sizing["mode"] == "fixed" and sizing["n_decode"] >= 1
+    assert sizing["chunk"] == 64 - sizing["n_decode"]
+
+
+def test_a_stall_target_sizes_chunks_from_what_this_machine_measured():
+    """With a relative target, the chunk follows the measured costs, and says how it got there."""
+    engine = make_engine("chunked", budget=64, stall_factor=2.0)
+    try:
+        chatters = [make_seq(80 + i, f"Count from {i} to forty.", SamplingParams(max_tokens=80)) for i in range(3)]
+        for seq in chatters:
+            engine.submit(seq)
+        for seq in chatters:
+            for _ in range(4):
+                wait_event(seq, lambda e: e.kind == "token")
+        doc = make_seq(90, "Summarise:\n" + DOCUMENT, SamplingParams(max_tokens=2, temperature=0))
+        engine.submit(doc)
+        events_until_end(doc)
+        sizing = engine.sizing()  # the chats are still writing: the latest step had their decodes
+        for seq in chatters:
+            engine.cancel(seq.seq_id)
+            events_until_end(seq)
+    finally:
+        engine.stop()
+    n = sizing["n_decode"]
+    assert sizing["mode"] == "stall" and n >= 1
+    assert sizing["decode_ms"] > 0 and sizing["prompt_token_ms"] > 0
+    assert sizing["target_ms"] == pytest.approx(2.0 * sizing["decode_ms"])
+    room = sizing["target_ms"] - sizing["decode_ms"]
+    assert sizing["chunk"] == min(max(int(room / sizing["prompt_token_ms"]), 16), 512 - n)
 
 
 def test_serial_tells_waiting_requests_their_queue_position():
