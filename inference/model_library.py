@@ -9,6 +9,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from inference.gguf_header import read_header
+
 log = logging.getLogger(__name__)
 
 
@@ -30,44 +32,39 @@ class ModelFile:
         return asdict(self)
 
 
-def _field(reader, key: str):
-    field = reader.fields.get(key)
-    return None if field is None else field.contents()
-
-
 @functools.lru_cache(maxsize=256)
 def _inspect_cached(path: str, size: int, mtime_ns: int) -> ModelFile:
     """Read the GGUF header (metadata and tensor shapes); keyed by size and mtime so a
     replaced file is read again."""
-    from gguf import GGUFReader, LlamaFileType
+    from gguf import LlamaFileType
 
     name = Path(path).name
     bundled = Path(path) == settings.BUNDLED_MODEL_PATH
     try:
-        reader = GGUFReader(path)
-        arch = str(_field(reader, "general.architecture") or "")
-        file_type = _field(reader, "general.file_type")
+        header = read_header(path)
+        meta = header.metadata
+        arch = str(meta.get("general.architecture") or "")
+        file_type = meta.get("general.file_type")
         try:
             quant = LlamaFileType(int(file_type)).name.removeprefix("MOSTLY_") if file_type is not None else ""
-        except ValueError:
+        except (TypeError, ValueError):
             quant = f"type {file_type}"
+        context = meta.get(f"{arch}.context_length")
         return ModelFile(
             path=path,
             name=name,
             size_bytes=size,
-            usable=bool(arch) and bool(reader.tensors),
-            problem="" if arch and reader.tensors else "The file has no architecture or no tensors.",
+            usable=bool(arch) and bool(header.tensors),
+            problem="" if arch and header.tensors else "The file has no architecture or no tensors.",
             architecture=arch,
-            title=str(_field(reader, "general.name") or ""),
-            n_params=sum(int(t.n_elements) for t in reader.tensors),
+            title=str(meta.get("general.name") or ""),
+            n_params=sum(t.n_elements for t in header.tensors),
             quantization=quant,
-            context_length=int(_field(reader, f"{arch}.context_length") or 0),
+            context_length=context if isinstance(context, int) else 0,
             bundled=bundled,
         )
     except Exception as exc:  # any unreadable file is listed, never fatal
         reason = str(exc) or exc.__class__.__name__
-        if "magic" in reason.lower():
-            reason = "This is not a GGUF file (its first bytes are not the GGUF signature)."
         return ModelFile(path=path, name=name, size_bytes=size, usable=False, problem=reason, bundled=bundled)
 
 
