@@ -41,6 +41,7 @@ class BenchConfig:
     target_ms: float = 150.0
     stall_factors: tuple[float, ...] = (2.5,)
     slice_sizes: tuple[int, ...] = (16, 32, 64, 128, 512)
+    default_stall_factor: float = 2.0  # what `chunked` runs with in the question scenario
     throughput: bool = True
     repeats: int = 3
 
@@ -163,6 +164,35 @@ def slice_cost(cfg: BenchConfig) -> list[dict]:
     return rows
 
 
+def question_during_document(cfg: BenchConfig, policy: str) -> dict:
+    """Nobody else busy: a long document starts being read, and a short question arrives just
+    after. The question's TTFT and the document's (median of cfg.repeats runs)."""
+    runs = []
+    for _ in range(cfg.repeats):
+        engine = _engine(cfg, policy, factor=cfg.default_stall_factor if policy == "chunked" else None)
+        try:
+            _warm(engine)
+            doc = _seq(70, _document(engine, 2 * cfg.doc_tokens), 8)
+            engine.submit(doc)
+            while not (ev := doc.events.get(timeout=600)).kind == "phase" or ev.data.get("phase") != "prefill":
+                pass  # until the first slice of the document has been read
+            question = _seq(71, "What is the capital of France? Answer in one word.", 8)
+            engine.submit(question)
+            asked = _until(question, ("done",))[-1].data["metrics"]
+            read = _until(doc, ("done",))[-1].data["metrics"]
+            runs.append((asked["ttft_ms"], read["ttft_ms"], doc.prompt_len))
+        finally:
+            engine.stop()
+    return {
+        "policy": policy,
+        "stall_factor": cfg.default_stall_factor if policy == "chunked" else None,
+        "doc_prompt_tokens": runs[0][2],
+        "question_ttft_ms": statistics.median(r[0] for r in runs),
+        "doc_ttft_ms": statistics.median(r[1] for r in runs),
+        "repeats": len(runs),
+    }
+
+
 def _interference_once(
     cfg: BenchConfig, policy: str, budget: int = 256, target_ms: float | None = None, factor: float | None = None
 ) -> dict:
@@ -272,6 +302,7 @@ def run_all(cfg: BenchConfig, log=print) -> dict:
         "throughput": [],
         "interference": [],
         "slices": [],
+        "question": [],
     }
     for policy in ("serial", "continuous", "chunked") if cfg.throughput else ():
         log(f"throughput: {policy}")
@@ -283,6 +314,9 @@ def run_all(cfg: BenchConfig, log=print) -> dict:
     for policy, budget, target, factor in runs:
         log(f"interference: {policy} budget={budget} target={target} factor={factor}")
         result["interference"].append(interference(cfg, policy, budget=budget, target_ms=target, factor=factor))
+    for policy in ("serial", "continuous", "chunked"):
+        log(f"question during a document: {policy}")
+        result["question"].append(question_during_document(cfg, policy))
     if cfg.slice_sizes:
         log(f"prompt cost by slice size: {', '.join(map(str, cfg.slice_sizes))}")
         result["slices"] = slice_cost(cfg)
@@ -337,6 +371,15 @@ def markdown(result: dict) -> str:
             f"| {f(x['stall'], 1)} | {f(r['doc_ttft_ms'])} | {f(x['ttft'], 2)} | {r['doc_prefill_steps']} "
             f"| {f(r.get('doc_token_ms'), 2)} |"
         )
+    if result.get("question"):
+        out += [
+            "",
+            "| policy | question's TTFT ms | document's TTFT ms |",
+            "|---|---|---|",
+        ]
+        for r in result["question"]:
+            name = f"chunked ({r['stall_factor']:g}x stall)" if r["stall_factor"] else r["policy"]
+            out.append(f"| {name} | {f(r['question_ttft_ms'])} | {f(r['doc_ttft_ms'])} |")
     if result.get("slices"):
         out += [
             "",

@@ -4,7 +4,8 @@ Policies:
 - serial: one sequence at a time, prompt first (llama-cpp-python's server).
 - continuous: every running sequence decodes, waiting prompts fill the rest of the batch
   (llama-server: a long prompt stalls every active chat for its whole prefill).
-- chunked: decodes first, then prompt chunks up to a token budget per step (Sarathi-Serve).
+- chunked: decodes first, then prompt chunks up to a token budget per step (Sarathi-Serve),
+  shortest remaining prompt first.
 """
 
 from __future__ import annotations
@@ -148,9 +149,14 @@ class Scheduler:
                 step.chunks.append(Chunk(seq, 1, False))
         cap = self.n_batch if self.policy == "continuous" else self.step_budget(step.num_tokens)
         room = cap - step.num_tokens
-        for seq in self.running:  # admission order: the oldest prompt goes first
-            if not seq.in_prefill:
-                continue
+        prompts = [seq for seq in self.running if seq.in_prefill]  # admission order
+        if self.policy == "chunked":
+            # Shortest remaining prompt first (ties: the oldest): a question asked while a long
+            # document is being read waits a step, not the whole document. The document still
+            # moves on in every step the short prompts leave room in, and a short prompt soon
+            # turns into a decode, so nothing starves.
+            prompts.sort(key=lambda seq: seq.remaining_prompt)
+        for seq in prompts:
             if room <= 0:
                 if self.policy == "chunked" and step.prefill_tokens == 0:
                     # No starvation: decodes filled the budget, still move the oldest prompt on.

@@ -34,6 +34,10 @@ RESULT = {
         _row("chunked", ttft=5400.0, p99=84.0, budget=24),
         _row("chunked", ttft=6600.0, p99=72.0, factor=2.0),
     ],
+    "question": [
+        {"policy": "continuous", "stall_factor": None, "question_ttft_ms": 5000.0, "doc_ttft_ms": 5900.0},
+        {"policy": "chunked", "stall_factor": 2.0, "question_ttft_ms": 1700.0, "doc_ttft_ms": 5500.0},
+    ],
     "slices": [
         {
             "slice": 16,
@@ -59,6 +63,7 @@ def test_the_report_names_every_setting_and_writes_its_files(tmp_path):
     table = bench.markdown(RESULT)
     assert "| chunked, 24 tokens | 30 | 67 / 84 / 84 | 2.8 | 5,400 | 1.80 |" in table
     assert "| 16 | 96 | 2.50 | 2.00 | 3.00 |" in table
+    assert "| chunked (2x stall) | 1,700 | 5,500 |" in table
     json_path, html_path = bench.write_outputs(RESULT, tmp_path)
     assert json.loads(json_path.read_text())["interference"][2]["budget"] == 24
     assert "2x stall" in html_path.read_text()

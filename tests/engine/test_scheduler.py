@@ -121,3 +121,29 @@ def test_continuous_fills_the_batch_with_whole_prompts_like_llama_server():
 def test_an_unknown_policy_is_refused():
     with pytest.raises(ValueError, match="unknown policy"):
         Scheduler(policy="fastest", n_slots=1, n_batch=8)
+
+
+def _reading_a_document(policy: str) -> tuple[Scheduler, Sequence]:
+    s = Scheduler(policy=policy, n_slots=4, n_batch=256, token_budget=64)
+    doc = make_seq(1, 2000, 3)
+    s.add(doc)
+    first = s.schedule()
+    doc.num_computed += first.prefill_tokens
+    return s, doc
+
+
+def test_chunked_lets_a_question_asked_during_a_long_prompt_go_first():
+    s, doc = _reading_a_document("chunked")
+    question = make_seq(2, 12, 3)
+    s.add(question)
+    step = s.schedule()
+    assert [(c.seq.seq_id, c.n_tokens) for c in step.chunks] == [(2, 12), (1, 64 - 12)]
+    fake_run(s)
+    assert doc.status.value == "finished" and question.status.value == "finished"
+
+
+def test_continuous_serves_prompts_in_arrival_order_like_llama_server():
+    s, _doc = _reading_a_document("continuous")
+    s.add(make_seq(2, 12, 3))
+    step = s.schedule()
+    assert [(c.seq.seq_id, c.n_tokens) for c in step.chunks] == [(1, 256)]  # the question waits

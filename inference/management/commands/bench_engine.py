@@ -39,6 +39,7 @@ class Command(BaseCommand):
             throughput=not opts["no_throughput"],
             repeats=opts["repeats"],
             slice_sizes=tuple(int(n) for n in opts["slices"].split(",") if n),
+            default_stall_factor=settings.HOMEAI_STALL_FACTOR or 2.0,
         )
         result = run_all(cfg, log=lambda msg: self.stderr.write(msg))
         json_path, html_path = write_outputs(result, Path(opts["out"]))
