@@ -226,6 +226,26 @@ def test_a_stall_target_sizes_chunks_from_what_this_machine_measured():
     assert sizing["chunk"] == min(max(int(room / sizing["prompt_token_ms"]), 16), 512 - n)
 
 
+@pytest.mark.parametrize("policy", ["chunked", "continuous"])
+def test_a_question_asked_while_a_document_is_read_goes_first_only_under_chunked(policy):
+    engine = make_engine(policy, budget=64, stall_factor=2.0)
+    try:
+        doc = make_seq(95, "Summarise:\n" + DOCUMENT, SamplingParams(max_tokens=2, temperature=0))
+        engine.submit(doc)
+        wait_event(doc, lambda e: e.kind == "phase" and e.data.get("phase") == "prefill")
+        question = make_seq(96, "What is two and two?", SamplingParams(max_tokens=2, temperature=0))
+        engine.submit(question)
+        events_until_end(question)
+        events_until_end(doc)
+    finally:
+        engine.stop()
+    question_first, doc_first = question.clock.token_times[0], doc.clock.token_times[0]
+    if policy == "chunked":
+        assert question_first < doc_first  # it went into the next step, beside the document
+    else:
+        assert question_first > doc_first  # llama-server's order: the document, then the question
+
+
 def test_serial_tells_waiting_requests_their_queue_position():
     engine = make_engine("serial")
     try:
