@@ -16,6 +16,7 @@ from plotly.utils import PlotlyJSONEncoder
 
 from dashboard import charts, selectors
 from inference import probe
+from inference.engine.scheduler import POLICIES
 
 LIGHT_DROP = ("token_times_ms", "itl_ms")
 
@@ -109,6 +110,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "models": models,
         "payload_script": json_script(payload, "dashboard-data", encoder=PlotlyJSONEncoder),
         "payload": payload,
+        "policies": POLICIES,  # staff switch between them live, from the Engine steps panel
     }
     return render(request, "dashboard/dashboard.html", context)
 

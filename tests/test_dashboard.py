@@ -426,6 +426,35 @@ def test_the_dashboard_draws_every_chart_and_grows_live_as_someone_chats(browser
     assert "moon" not in exported.text() and "moon" not in page.request.get("/dashboard/export.json").text()
 
 
+@pytest.mark.integration
+@pytest.mark.browser
+def test_staff_switch_the_scheduling_policy_from_the_dashboard(browser_context, make_user, worker, settled):
+    from inference import redis_client
+
+    admin = make_user("root")
+    admin.is_staff = True
+    admin.save()
+    page = browser_context(admin).new_page()
+    page.set_default_timeout(30_000)
+    page.goto("/dashboard/")
+    page.locator("#live-status[data-state=connected]").wait_for()
+    switch = page.locator("#policy-switch")
+    try:
+        switch.get_by_role("button", name="serial").click()
+        # The button follows what the worker reports, so this waits for the real switch.
+        switch.locator("button[value=serial][aria-pressed=true]").wait_for()
+        assert switch.locator("button[aria-pressed=true]").count() == 1
+        page.wait_for_function("() => document.getElementById('steps-sizing').textContent.includes('serial')")
+        assert "Now serial" in page.locator("#policy-status").inner_text()
+    finally:
+        switch.get_by_role("button", name="chunked").click()
+        switch.locator("button[value=chunked][aria-pressed=true]").wait_for()
+        redis_client.client().delete(redis_client.POLICY_KEY)
+    viewer = browser_context(make_user("bob")).new_page()
+    viewer.goto("/dashboard/")
+    assert viewer.locator("#steps-sizing").count() == 1 and viewer.locator("#policy-switch").count() == 0
+
+
 # --- screenshots for the docs (run on purpose, not with the suite) -------------------------------------
 
 

@@ -353,9 +353,49 @@
     return `Policy chunked: with ${answers} being written, steps aim at ${aim}; a prompt token adds ${fmtMs(z.prompt_token_ms)} beside them on this machine, so a long prompt goes in ${z.chunk}-token chunks.`;
   }
 
+  // The staff policy switch: it asks every worker to change schedule; the pressed button
+  // follows what the workers report, so it changes when they actually have.
+  let pendingPolicy = null;
+  function wirePolicySwitch() {
+    const form = $("policy-switch");
+    if (!form) return;
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const policy = event.submitter && event.submitter.value;
+      if (!policy) return;
+      const body = new FormData(form);
+      body.set("policy", policy);
+      setText("policy-status", `Switching to ${policy}…`);
+      try {
+        const res = await fetch(form.action, {
+          method: "POST", body, credentials: "same-origin", headers: { Accept: "application/json" },
+        });
+        const reply = await res.json().catch(() => ({}));
+        if (!res.ok) throw new Error(reply.error || `the server answered ${res.status}`);
+        pendingPolicy = policy;
+        setText("policy-status", `Workers switch to ${policy} within a few seconds.`);
+      } catch (err) {
+        setText("policy-status", `Could not switch: ${err.message}`);
+      }
+    });
+  }
+
+  function renderPolicy(policy) {
+    const form = $("policy-switch");
+    if (!form || !policy) return;
+    for (const button of form.querySelectorAll("button[name=policy]")) {
+      button.setAttribute("aria-pressed", String(button.value === policy));
+    }
+    if (pendingPolicy === policy) {
+      pendingPolicy = null;
+      setText("policy-status", `Now ${policy}: watch the steps and the gaps change.`);
+    }
+  }
+
   function renderSystem(s) {
     if (!s) return;
     setText("steps-sizing", sizingText(s));
+    renderPolicy(s.policy);
     setText("sys-running", fmtInt(s.running));
     setText("sys-waiting", fmtInt(s.waiting));
     const engine = [];
@@ -592,6 +632,7 @@
     };
     if (scheme.addEventListener) scheme.addEventListener("change", retheme);
     window.addEventListener("online", () => { if (retryTimer) connect(); });
+    wirePolicySwitch();
     connect();
   }
 
