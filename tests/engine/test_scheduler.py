@@ -147,3 +147,57 @@ def test_continuous_serves_prompts_in_arrival_order_like_llama_server():
     s.add(make_seq(2, 12, 3))
     step = s.schedule()
     assert [(c.seq.seq_id, c.n_tokens) for c in step.chunks] == [(1, 256)]  # the question waits
+
+
+@pytest.mark.parametrize("policy", ["serial", "continuous", "chunked"])
+def test_random_workloads_keep_every_policy_invariant(policy):
+    """Seeded random arrivals, prompt lengths and budgets: what must hold in every step, and
+    that every request ends (no starvation, also with shortest-prompt-first)."""
+    import random
+
+    rng = random.Random(f"homeai-{policy}")
+    for _ in range(150):
+        n_slots, n_batch = rng.randint(1, 4), rng.choice([16, 64, 256])
+        budget = rng.choice([4, 8, 24, 64, 300])
+        s = Scheduler(policy=policy, n_slots=n_slots, n_batch=n_batch, token_budget=budget)
+        arrivals = sorted(
+            (
+                (rng.randint(0, 40), make_seq(i, rng.choice([1, 5, 40, 300, 900]), rng.randint(1, 12)))
+                for i in range(rng.randint(1, 9))
+            ),
+            key=lambda arrival: (arrival[0], arrival[1].seq_id),
+        )
+        seqs = [seq for _, seq in arrivals]
+        work = sum(seq.prompt_len + seq.params.max_tokens for seq in seqs)
+        t = 0
+        while (arrivals or s.has_work()) and t < 40 + 2 * work:
+            while arrivals and arrivals[0][0] <= t:
+                s.add(arrivals.pop(0)[1])
+            t += 1
+            decoding = [seq for seq in s.running if not seq.in_prefill]
+            step = s.schedule()
+            if step is None:
+                continue
+            ids = [c.seq.seq_id for c in step.chunks]
+            assert len(ids) == len(set(ids)), "a sequence twice in one step"
+            assert len(s.running) <= n_slots and step.num_tokens <= n_batch
+            assert all(c.n_tokens <= c.seq.remaining_prompt for c in step.chunks if c.prefill)
+            if policy == "serial":
+                assert len(step.chunks) == 1
+            else:
+                kinds = [c.prefill for c in step.chunks]
+                assert kinds == sorted(kinds), "a prompt chunk before a decode"
+                assert {c.seq.seq_id for c in step.chunks if not c.prefill} == {q.seq_id for q in decoding}
+            if policy == "chunked" and step.prefill_tokens:
+                assert step.num_tokens <= min(budget, n_batch) or step.prefill_tokens <= MIN_PREFILL_CHUNK
+            for chunk in step.chunks:
+                seq = chunk.seq
+                if chunk.prefill:
+                    seq.num_computed += chunk.n_tokens
+                    if not seq.in_prefill:
+                        seq.output_tokens.append(0)
+                else:
+                    seq.output_tokens.append(0)
+                if len(seq.output_tokens) >= seq.params.max_tokens:
+                    s.finish(seq)
+        assert all(seq.status.value == "finished" for seq in seqs), "a request never ended"
