@@ -174,8 +174,10 @@ def question_during_document(cfg: BenchConfig, policy: str) -> dict:
             _warm(engine)
             doc = _seq(70, _document(engine, 2 * cfg.doc_tokens), 8)
             engine.submit(doc)
-            while not (ev := doc.events.get(timeout=600)).kind == "phase" or ev.data.get("phase") != "prefill":
-                pass  # until the first slice of the document has been read
+            while True:  # until the first slice of the document has been read
+                ev = doc.events.get(timeout=600)
+                if ev.kind == "phase" and ev.data.get("phase") == "prefill":
+                    break
             question = _seq(71, "What is the capital of France? Answer in one word.", 8)
             engine.submit(question)
             asked = _until(question, ("done",))[-1].data["metrics"]

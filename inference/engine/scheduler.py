@@ -159,7 +159,7 @@ class Scheduler:
         for seq in prompts:
             if room <= 0:
                 if self.policy == "chunked" and step.prefill_tokens == 0:
-                    # No starvation: decodes filled the budget, still move the oldest prompt on.
+                    # No starvation: decodes filled the budget, still move the first prompt on.
                     room = min(MIN_PREFILL_CHUNK, self.n_batch - step.num_tokens)
                 if room <= 0:
                     break
