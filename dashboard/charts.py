@@ -752,6 +752,7 @@ def steps_figure(steps: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
     """Engine steps: prompt and decode tokens in each (stacked), and how long each step took."""
     ordered = sorted(steps, key=lambda s: s["t"])
     x = [wall(s["t"], tz) for s in ordered]
+    policy = [s.get("policy") or "" for s in ordered]  # shown on hover: staff switch it live
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.55, 0.45], vertical_spacing=0.08)
     for key, name, color in (
         ("prefill", "Prompt tokens", COLORS["prefill"]),
@@ -761,9 +762,10 @@ def steps_figure(steps: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
             go.Bar(
                 x=x,
                 y=[s.get(key, 0) for s in ordered],
+                customdata=policy,
                 name=name,
                 marker={"color": color, "line": {"width": 0}},
-                hovertemplate=f"{name} %{{y}}<extra></extra>",
+                hovertemplate=f"{name} %{{y}} · %{{customdata}}<extra></extra>",
                 meta=key,
             ),
             row=1,
@@ -773,10 +775,11 @@ def steps_figure(steps: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
         go.Scatter(
             x=x,
             y=[round(s["ms"], 3) for s in ordered],
+            customdata=policy,
             name="Step time",
             mode="markers",
             marker={"color": COLORS["ratio"], "size": 4},
-            hovertemplate="step %{y:,.1f} ms<extra></extra>",
+            hovertemplate="step %{y:,.1f} ms · %{customdata}<extra></extra>",
             meta="ms",
         ),
         row=2,

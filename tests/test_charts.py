@@ -197,12 +197,16 @@ def test_token_text_in_hover_labels_is_escaped():
 
 
 def test_the_steps_chart_splits_prompt_and_decode_tokens():
-    steps = [{"t": T0 + k * 0.02, "ms": 20.0 + k, "prefill": 16 * (k % 2), "decode": 3, "seqs": [1]} for k in range(6)]
+    steps = [
+        {"t": T0 + k * 0.02, "ms": 20.0 + k, "prefill": 16 * (k % 2), "decode": 3, "seqs": [1], "policy": policy}
+        for k, policy in enumerate(["chunked"] * 3 + ["continuous"] * 3)
+    ]
     fig = charts.steps_figure(steps)
     traces = {t.meta: t for t in fig.data}
     assert list(traces["prefill"].y) == [0, 16, 0, 16, 0, 16]
     assert list(traces["decode"].y) == [3] * 6
     assert list(traces["ms"].y) == [20.0, 21.0, 22.0, 23.0, 24.0, 25.0]
+    assert list(traces["ms"].customdata) == ["chunked"] * 3 + ["continuous"] * 3  # which schedule ran it
 
 
 def test_the_summary_takes_medians_over_finished_requests():

@@ -279,13 +279,15 @@
     if (!div || !div.data || !Array.isArray(ev.steps) || !ev.steps.length) return;
     const xs = ev.steps.map((s) => wall(s.t));
     const pick = { prefill: (s) => s.prefill || 0, decode: (s) => s.decode || 0, ms: (s) => Math.round(s.ms * 1000) / 1000 };
+    const policies = ev.steps.map((s) => s.policy || "");
     const indices = [];
-    const update = { x: [], y: [] };
+    const update = { x: [], y: [], customdata: [] };
     div.data.forEach((trace, i) => {
       if (!pick[trace.meta]) return;
       indices.push(i);
       update.x.push(xs);
       update.y.push(ev.steps.map(pick[trace.meta]));
+      update.customdata.push(policies);
     });
     if (indices.length) Plotly.extendTraces(div, update, indices, data.max_steps || 3000);
     markFilled(div);
