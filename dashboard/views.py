@@ -135,6 +135,17 @@ def engine_policy(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"policy": request.POST["policy"]})
 
 
+@staff_member_required
+@require_POST
+def engine_demo(request: HttpRequest) -> HttpResponse:
+    """Start the shared-machine scenario (staff only: it keeps the engine busy for a while)."""
+    try:
+        chats = services.demo_start(user=request.user)
+    except ClientError as exc:
+        return JsonResponse({"error": exc.message}, status=400 if exc.code == "bad_request" else 503)
+    return JsonResponse({"generations": [g.id for g in chats]})
+
+
 @require_GET
 @never_cache
 def healthz(request: HttpRequest) -> JsonResponse:

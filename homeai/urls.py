@@ -15,6 +15,7 @@ urlpatterns = [
     path("chat/<int:conversation_id>/delete/", views.conversation_delete, name="conversation_delete"),
     path("healthz", views.healthz, name="healthz"),
     path("engine/policy/", views.engine_policy, name="engine_policy"),
+    path("engine/demo/", views.engine_demo, name="engine_demo"),
     path("models/", views.model_library, name="model_library"),
     path("dashboard/", include("dashboard.urls")),
     path("v1/", include("inference.api.urls")),

@@ -20,6 +20,17 @@ def generate(generation_id: int) -> None:
     services.generation_run(generation_id=generation_id)
 
 
+@shared_task(name="inference.demo_document", ignore_result=True)
+def demo_document(user_id: int, chat_ids: list[int], waited_s: float = 0.0) -> None:
+    """The demo's long document, sent once its chats are writing: looked at every DEMO_POLL_S
+    by re-scheduling itself, so no worker thread sits waiting."""
+    if services.demo_chats_writing(chat_ids) or waited_s >= services.DEMO_WAIT_S:
+        services.demo_document_send(user_id=user_id)
+    else:
+        poll = services.DEMO_POLL_S
+        demo_document.apply_async((user_id, chat_ids, waited_s + poll), countdown=poll)
+
+
 @worker_ready.connect
 def _on_worker_ready(**_kwargs) -> None:
     # Build the engine now (llama.cpp's library import takes a few hundred ms) so the first

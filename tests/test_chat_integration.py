@@ -317,6 +317,29 @@ def test_staff_can_switch_every_workers_policy_and_others_cannot(worker, make_us
         redis_client.client().delete(redis_client.POLICY_KEY)
 
 
+def test_staff_start_the_shared_machine_demo_and_the_document_arrives_while_the_chats_write(worker, make_user, settled):
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    client = Client()
+    client.force_login(make_user("carol"))
+    assert client.post("/engine/demo/").status_code == 302  # staff only: to the admin login
+    admin = get_user_model().objects.create_superuser("root", password="x" * 12)
+    client.force_login(admin)
+    chat_ids = client.post("/engine/demo/").json()["generations"]
+    assert len(chat_ids) == 3
+    assert wait_until(lambda: Generation.objects.filter(client="demo", status="done").count() == 4, timeout=120)
+    chats = list(Generation.objects.filter(id__in=chat_ids))
+    [doc] = Generation.objects.filter(client="demo").exclude(id__in=chat_ids)
+    assert doc.user == admin and doc.prompt_tokens > 1000
+    assert all(c.output_tokens == 200 and c.conversation.source == "api" for c in chats)
+    # The document came while every chat was writing: after each one's first token, before its last.
+    for chat in chats:
+        first_ns = chat.t_arrive_ns + chat.ttft_ms * 1e6
+        last_ns = chat.t_arrive_ns + chat.e2e_ms * 1e6
+        assert first_ns < doc.t_arrive_ns < last_ns
+
+
 def test_api_requests_run_as_their_own_conversations_out_of_the_chat_sidebar(worker, make_user, settled):
     from django.test import Client
 

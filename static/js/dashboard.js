@@ -382,6 +382,28 @@
     });
   }
 
+  function wireDemo() {
+    const form = $("demo-form");
+    if (!form) return;
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const button = form.querySelector("button");
+      button.disabled = true;
+      try {
+        const res = await fetch(form.action, {
+          method: "POST", body: new FormData(form), credentials: "same-origin", headers: { Accept: "application/json" },
+        });
+        const reply = await res.json().catch(() => ({}));
+        if (!res.ok) throw new Error(reply.error || `the server answered ${res.status}`);
+        setText("policy-status", "Three answers start writing; a 1,500-token document follows as soon as they are. Watch the timeline and the steps.");
+      } catch (err) {
+        setText("policy-status", `Could not start: ${err.message}`);
+      } finally {
+        setTimeout(() => { button.disabled = false; }, 5000);
+      }
+    });
+  }
+
   function renderPolicy(policy) {
     const form = $("policy-switch");
     if (!form || !policy) return;
@@ -635,6 +657,7 @@
     if (scheme.addEventListener) scheme.addEventListener("change", retheme);
     window.addEventListener("online", () => { if (retryTimer) connect(); });
     wirePolicySwitch();
+    wireDemo();
     connect();
   }
 
