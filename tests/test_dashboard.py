@@ -402,6 +402,7 @@ def test_the_dashboard_draws_every_chart_and_grows_live_as_someone_chats(browser
 
     timeline_before = len(set(_chart_ids(page, "timeline")))
     throughput_before = _chart_points(page, "throughput")
+    steps_before = page.evaluate("document.querySelector('[data-chart=\"steps\"]').data[0].x.length")
     [new_id] = _chat_a_little(connect, alice, ["Tell me about the moon."])
     page.wait_for_function(
         "id => document.querySelector('[data-chart=\"timeline\"]').data.some(t => (t.customdata || []).includes(id))",
@@ -414,6 +415,9 @@ def test_the_dashboard_draws_every_chart_and_grows_live_as_someone_chats(browser
         timeout=30_000,
     )
     assert len(set(_chart_ids(page, "timeline"))) == timeline_before + 1
+    page.wait_for_function(  # the engine's steps came in live (batched once a second)
+        "n => document.querySelector('[data-chart=\"steps\"]').data[0].x.length > n", arg=steps_before
+    )
     assert _chart_points(page, "throughput") > throughput_before
     assert page.evaluate("performance.getEntriesByType('navigation').length") == 1  # no reload happened
 

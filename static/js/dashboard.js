@@ -274,22 +274,38 @@
     markFilled(div);
   }
 
+  // Steps arrive four times a second; the chart takes them once a second (see ensureTicking).
+  let pendingSteps = [];
+  let stepsTimer = null;
   function onSteps(ev) {
+    if (!Array.isArray(ev.steps) || !ev.steps.length) return;
+    pendingSteps.push(...ev.steps);
+    const cap = data.max_steps || 3000;
+    if (pendingSteps.length > 2 * cap) pendingSteps = pendingSteps.slice(-cap);  // a tab hidden for long
+    if (!stepsTimer) stepsTimer = setTimeout(flushSteps, 1000);
+  }
+
+  function flushSteps() {
+    stepsTimer = null;
+    if (document.hidden) { stepsTimer = setTimeout(flushSteps, 1000); return; }
+    const cap = data.max_steps || 3000;
+    const steps = pendingSteps.slice(-cap);
+    pendingSteps = [];
     const div = charts.steps;
-    if (!div || !div.data || !Array.isArray(ev.steps) || !ev.steps.length) return;
-    const xs = ev.steps.map((s) => wall(s.t));
+    if (!div || !div.data || !steps.length) return;
+    const xs = steps.map((s) => wall(s.t));
     const pick = { prefill: (s) => s.prefill || 0, decode: (s) => s.decode || 0, ms: (s) => Math.round(s.ms * 1000) / 1000 };
-    const policies = ev.steps.map((s) => s.policy || "");
+    const policies = steps.map((s) => s.policy || "");
     const indices = [];
     const update = { x: [], y: [], customdata: [] };
     div.data.forEach((trace, i) => {
       if (!pick[trace.meta]) return;
       indices.push(i);
       update.x.push(xs);
-      update.y.push(ev.steps.map(pick[trace.meta]));
+      update.y.push(steps.map(pick[trace.meta]));
       update.customdata.push(policies);
     });
-    if (indices.length) Plotly.extendTraces(div, update, indices, data.max_steps || 3000);
+    if (indices.length) Plotly.extendTraces(div, update, indices, cap);
     markFilled(div);
   }
 
@@ -575,12 +591,15 @@
   /* ---------- Live redraw of growing bars ---------- */
 
   let ticker = null;
+  // Running requests' bars grow on the timeline once a second: each redraw lays out the whole
+  // chart, and on a small box the browser's work competes with the model's (the dashboard is
+  // often opened on the same machine). A hidden tab draws nothing until it is shown again.
   function ensureTicking() {
     if (ticker || !live.size) return;
     ticker = setInterval(() => {
       if (!live.size) { clearInterval(ticker); ticker = null; }
-      renderTimeline();
-    }, 250);
+      if (!document.hidden) renderTimeline();
+    }, 1000);
   }
 
   /* ---------- WebSocket ---------- */
@@ -656,6 +675,7 @@
     };
     if (scheme.addEventListener) scheme.addEventListener("change", retheme);
     window.addEventListener("online", () => { if (retryTimer) connect(); });
+    document.addEventListener("visibilitychange", () => { if (!document.hidden && live.size) renderTimeline(); });
     wirePolicySwitch();
     wireDemo();
     connect();
