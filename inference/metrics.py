@@ -144,8 +144,10 @@ def record_generation(generation) -> None:
 def _record(generation) -> None:
     r = redis_client.client()
     if generation.id is not None:
-        # A redelivered task or a second sweeper must not count the same answer twice.
-        if not r.set(f"{PREFIX}recorded:{generation.id}", 1, nx=True, ex=RECORDED_TTL_S):
+        # A redelivered task or a second sweeper must not count the same answer twice. The
+        # arrival time is in the key because SQLite hands out a deleted row's id again.
+        key = f"{PREFIX}recorded:{generation.id}:{getattr(generation, 't_arrive_ns', '')}"
+        if not r.set(key, 1, nx=True, ex=RECORDED_TTL_S):
             return
     model = generation.model_name or UNKNOWN_MODEL
     pipe = r.pipeline(transaction=False)

@@ -120,10 +120,13 @@ def test_outcomes_are_counted_apart_and_only_paid_loads_are_observed(clean_metri
 
 
 def test_an_answer_recorded_twice_is_counted_once(clean_metrics):
-    generation = _generation(7)
+    generation = _generation(7, t_arrive_ns=1_000)
     metrics.record_generation(generation)
     metrics.record_generation(generation)
     assert _scrape()["homeai_time_to_first_token_seconds_count"][()] == 1
+    # SQLite gives a deleted row's id to the next row: a new answer with an old id still counts.
+    metrics.record_generation(_generation(7, t_arrive_ns=2_000))
+    assert _scrape()["homeai_time_to_first_token_seconds_count"][()] == 2
 
 
 def test_running_and_waiting_requests_come_from_the_workers_heartbeats(clean_metrics):
