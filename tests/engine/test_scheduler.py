@@ -27,17 +27,22 @@ def fake_run(scheduler: Scheduler, max_steps: int = 10_000, decoders: list | Non
         steps.append(step)
         if decoders is not None:
             decoders.append({seq.seq_id for seq in scheduler.running if not seq.in_prefill})
-        for chunk in step.chunks:
-            seq = chunk.seq
-            if chunk.prefill:
-                seq.num_computed += chunk.n_tokens
-                if not seq.in_prefill:
-                    seq.output_tokens.append(0)
-            else:
-                seq.output_tokens.append(0)
-            if len(seq.output_tokens) >= seq.params.max_tokens:
-                scheduler.finish(seq)
+        apply(scheduler, step)
     return steps
+
+
+def apply(scheduler: Scheduler, step) -> None:
+    """What running a step does: prompts advance, a finished prompt or a decode yields a token."""
+    for chunk in step.chunks:
+        seq = chunk.seq
+        if chunk.prefill:
+            seq.num_computed += chunk.n_tokens
+            if not seq.in_prefill:
+                seq.output_tokens.append(0)
+        else:
+            seq.output_tokens.append(0)
+        if len(seq.output_tokens) >= seq.params.max_tokens:
+            scheduler.finish(seq)
 
 
 def test_serial_runs_one_sequence_at_a_time_prompt_first():
@@ -190,14 +195,5 @@ def test_random_workloads_keep_every_policy_invariant(policy):
                 assert {c.seq.seq_id for c in step.chunks if not c.prefill} == {q.seq_id for q in decoding}
             if policy == "chunked" and step.prefill_tokens:
                 assert step.num_tokens <= min(budget, n_batch) or step.prefill_tokens <= MIN_PREFILL_CHUNK
-            for chunk in step.chunks:
-                seq = chunk.seq
-                if chunk.prefill:
-                    seq.num_computed += chunk.n_tokens
-                    if not seq.in_prefill:
-                        seq.output_tokens.append(0)
-                else:
-                    seq.output_tokens.append(0)
-                if len(seq.output_tokens) >= seq.params.max_tokens:
-                    s.finish(seq)
+            apply(s, step)
         assert all(seq.status.value == "finished" for seq in seqs), "a request never ended"
