@@ -49,11 +49,6 @@ class StepCostModel:
         self.last_n_decode = 0  # decodes in the latest step that had any: what "now" looks like
 
     @property
-    def decode_ms(self) -> dict[int, float]:
-        """What a decode-only step costs, per number of decoding sequences."""
-        return {n: statistics.median(times) for n, times in sorted(self._decode.items())}
-
-    @property
     def per_prompt_token_ms(self) -> float | None:
         """What one prompt token adds to a step that also decodes; None until seen."""
         return statistics.median(self._per_token) if self._per_token else None

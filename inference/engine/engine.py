@@ -81,11 +81,7 @@ class Engine:
             "running": len(self.scheduler.running),
             "waiting": len(self.scheduler.waiting),
             "policy": self.scheduler.policy,
-            "token_budget": self.scheduler.token_budget,
-            "target_step_ms": self.cost_model.target_ms,
-            "stall_factor": self.cost_model.stall_factor,
-            "prompt_token_ms": self.cost_model.per_prompt_token_ms,
-            "sizing": self.sizing(),
+            "sizing": self.sizing(),  # chunk sizing: budget, target, measured costs
             "slots": self.runner.config.n_slots,
         }
 

@@ -374,6 +374,17 @@
   // The staff policy switch: it asks every worker to change schedule; the pressed button
   // follows what the workers report, so it changes when they actually have.
   let pendingPolicy = null;
+
+  // POST a staff form from the page; the reply's JSON, or an Error with the server's sentence.
+  async function postForm(form, body) {
+    const res = await fetch(form.action, {
+      method: "POST", body, credentials: "same-origin", headers: { Accept: "application/json" },
+    });
+    const reply = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error(reply.error || `the server answered ${res.status}`);
+    return reply;
+  }
+
   function wirePolicySwitch() {
     const form = $("policy-switch");
     if (!form) return;
@@ -385,11 +396,7 @@
       body.set("policy", policy);
       setText("policy-status", `Switching to ${policy}…`);
       try {
-        const res = await fetch(form.action, {
-          method: "POST", body, credentials: "same-origin", headers: { Accept: "application/json" },
-        });
-        const reply = await res.json().catch(() => ({}));
-        if (!res.ok) throw new Error(reply.error || `the server answered ${res.status}`);
+        await postForm(form, body);
         pendingPolicy = policy;
         setText("policy-status", `Workers switch to ${policy} within a few seconds.`);
       } catch (err) {
@@ -406,11 +413,7 @@
       const button = form.querySelector("button");
       button.disabled = true;
       try {
-        const res = await fetch(form.action, {
-          method: "POST", body: new FormData(form), credentials: "same-origin", headers: { Accept: "application/json" },
-        });
-        const reply = await res.json().catch(() => ({}));
-        if (!res.ok) throw new Error(reply.error || `the server answered ${res.status}`);
+        await postForm(form, new FormData(form));
         setText("policy-status", "Three answers start writing; a 1,500-token document follows as soon as they are. Watch the timeline and the steps.");
       } catch (err) {
         setText("policy-status", `Could not start: ${err.message}`);
