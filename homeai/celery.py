@@ -1,4 +1,8 @@
-"""Celery wiring (the standard Django recipe)."""
+"""Celery wiring (the standard Django recipe, with the task module named rather than discovered).
+
+The web process only sends tasks, by name (inference.worker.registry); `imports` is read when a
+worker starts, so the task code, and llama.cpp with it, loads in workers alone.
+"""
 
 from __future__ import annotations
 
@@ -10,4 +14,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "homeai.settings")
 
 app = Celery("homeai")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+app.conf.imports = ("inference.worker.tasks",)

@@ -10,6 +10,7 @@ import plotly
 from django.core.exceptions import ImproperlyConfigured
 
 from homeai.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+from inference.engine.policies import POLICIES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("HOMEAI_DATA_DIR", str(BASE_DIR / "data"))).resolve()
@@ -67,7 +68,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "dashboard.middleware.FirstRunMiddleware",
+    "homeai.middleware.FirstRunMiddleware",
 ]
 
 ROOT_URLCONF = "homeai.urls"
@@ -172,7 +173,7 @@ HOMEAI_THREADS = env_int("HOMEAI_THREADS", 0, minimum=0, maximum=512)  # 0: one 
 HOMEAI_BATCH = env_int("HOMEAI_BATCH", 512, minimum=16, maximum=8192)
 HOMEAI_GPU_LAYERS = env_int("HOMEAI_GPU_LAYERS", 0, minimum=-1)
 HOMEAI_SLOTS = env_int("HOMEAI_SLOTS", 4, minimum=1, maximum=64)
-HOMEAI_POLICY = env_choice("HOMEAI_POLICY", "chunked", ("serial", "continuous", "chunked"))
+HOMEAI_POLICY = env_choice("HOMEAI_POLICY", "chunked", tuple(POLICIES))
 # chunked: tokens per step (decodes included) until the engine has timed the running decodes;
 # then each step aims at HOMEAI_TARGET_ITL_MS when set, else at HOMEAI_STALL_FACTOR times what
 # the running decodes cost alone (0 for both: Sarathi-Serve's fixed budget). The default keeps

@@ -1,26 +1,26 @@
+"""Every HTTP route: each feature's own urls, the APIs, and the few the project itself serves."""
+
 from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from dashboard import views
+from dashboard.accounts import views as account_views
+from dashboard.chat import views as chat_views
+from homeai import health
 from inference.api import views as api_views
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("setup/", views.setup, name="setup"),
-    path("chat/", views.chat, name="chat"),
-    path("chat/<int:conversation_id>/", views.chat, name="chat_conversation"),
-    path("chat/<int:conversation_id>/delete/", views.conversation_delete, name="conversation_delete"),
-    path("healthz", views.healthz, name="healthz"),
-    path("engine/policy/", views.engine_policy, name="engine_policy"),
-    path("engine/demo/", views.engine_demo, name="engine_demo"),
-    path("models/", views.model_library, name="model_library"),
-    path("dashboard/", include("dashboard.urls")),
+    path("", chat_views.home, name="home"),
+    path("setup/", account_views.setup, name="setup"),
+    path("chat/", include("dashboard.chat.urls")),
+    path("", include("dashboard.latency.urls")),
+    path("models/", include("dashboard.library.urls")),
+    path("settings/api-keys/", include("dashboard.accounts.urls")),
     path("v1/", include("inference.api.urls")),
     path("metrics", api_views.metrics, name="metrics"),
-    path("settings/api-keys/", include("inference.api.keys_urls")),
+    path("healthz", health.healthz, name="healthz"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

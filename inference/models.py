@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from inference.engine.timing import phase_ms
+
 
 class EngineConfig(models.Model):
     """The model the workers run and its runtime settings, chosen in the model library.
@@ -149,7 +151,10 @@ class Generation(models.Model):
     )
 
     def metrics(self) -> dict:
-        return {name: getattr(self, name) for name in self.METRIC_FIELDS}
+        """The answer's metrics as the chat, the API and the dashboard's feed get them, with the
+        time spent in each phase (phase_ms) for the phase bar."""
+        values = {name: getattr(self, name) for name in self.METRIC_FIELDS}
+        return {**values, "phase_ms": phase_ms(values)}
 
     @property
     def is_active(self) -> bool:

@@ -18,6 +18,9 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+import pynvml
+
 from inference import redis_client
 
 log = logging.getLogger(__name__)
@@ -59,8 +62,6 @@ def measure_bandwidth(nbytes: int = BANDWIDTH_BYTES, repeats: int = REPEATS, thr
     Reading only, like a decode step reads the weights; numpy's max is SIMD and releases the
     GIL, so one thread per core gets close to what the memory system gives.
     """
-    import numpy as np
-
     threads = threads or os.cpu_count() or 1
     data = np.ones(max(nbytes // 4, threads * 1024), dtype=np.float32)
     chunks = np.array_split(data, threads)
@@ -72,8 +73,6 @@ def measure_bandwidth(nbytes: int = BANDWIDTH_BYTES, repeats: int = REPEATS, thr
 
 def measure_gflops(n: int = MATMUL_N, repeats: int = REPEATS) -> float:
     """float32 matrix-multiply GFLOP/s through numpy's BLAS (all its threads; best of `repeats`)."""
-    import numpy as np
-
     rng = np.random.default_rng(0)
     a = rng.random((n, n), dtype=np.float32)
     b = rng.random((n, n), dtype=np.float32)
@@ -106,8 +105,6 @@ def _nvml():
         if "module" not in _nvml_state:
             _nvml_state["module"] = None
             try:
-                import pynvml
-
                 pynvml.nvmlInit()
                 _nvml_state["module"] = pynvml
             except Exception:  # ImportError, NVMLError_LibraryNotFound, DriverNotLoaded: no GPU here

@@ -25,3 +25,5 @@ def worker_key(name: str) -> str:
 
 POLICY_KEY = "homeai:policy"  # the scheduling policy every worker should use now (set by staff)
 ENGINE_CONFIG_KEY = "homeai:engine-config"  # version of the model library's choice; workers reload on change
+STEPS_KEY = "homeai:steps"  # the engines' recent step records (workers append, the dashboard reads)
+STEPS_KEPT = 5000

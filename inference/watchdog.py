@@ -8,7 +8,7 @@ import logging
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from inference import services
+from inference.services import sweeps
 
 log = logging.getLogger(__name__)
 
@@ -21,9 +21,9 @@ async def _sweep_forever() -> None:
     resent: set[int] = set()
     while True:
         try:
-            await database_sync_to_async(services.generations_interrupt_orphans)()
-            await database_sync_to_async(services.generations_notify_no_worker)(notified=notified)
-            await database_sync_to_async(services.generations_resend_stale)(resent=resent)
+            await database_sync_to_async(sweeps.generations_interrupt_orphans)()
+            await database_sync_to_async(sweeps.generations_notify_no_worker)(notified=notified)
+            await database_sync_to_async(sweeps.generations_resend_stale)(resent=resent)
         except Exception:
             log.exception("interrupted-answer sweep failed")
         await asyncio.sleep(interval)

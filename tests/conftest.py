@@ -15,6 +15,10 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from inference import redis_client
+from inference.model_library import ensure_bundled_model
+from inference.models import Generation
+from tests import factories
 from tests.support import ChatSocket, session_cookie, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,8 +61,6 @@ class WorkerProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def start(self, env_overrides: dict | None = None) -> None:
-        from inference import redis_client
-
         env = _process_env()
         env.update(env_overrides or {})
         argv = [str(BIN / "celery"), "-A", "homeai", "worker", "-P", "threads", "-c", str(self.concurrency)]
@@ -89,7 +91,6 @@ class WorkerProcess:
 def bundled_model():
     """The bundled model in the test models folder: a hard link to the one `make` assembled
     (no 253 MB copy), or assembled from its package."""
-    from inference.worker import ensure_bundled_model
 
     target = Path(settings.BUNDLED_MODEL_PATH)
     source = ROOT / "data" / "models" / target.name
@@ -143,19 +144,13 @@ def worker(worker_process):
 def settled(transactional_db):
     """Wait for every answer to end before the tables are flushed under a running worker."""
     yield
-    from inference.models import Generation
 
     wait_until(lambda: not Generation.objects.filter(status__in=Generation.ACTIVE).exists(), timeout=60)
 
 
 @pytest.fixture
 def make_user(transactional_db):
-    from django.contrib.auth import get_user_model
-
-    def make(username: str = "alice", password: str = "correct horse battery"):
-        return get_user_model().objects.create_user(username=username, password=password)
-
-    return make
+    return factories.user
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
+import pytest
+from django.test import Client
 from websockets.sync.client import connect as ws_connect
 
 DONE_TYPES = ("generation.done", "generation.error")
@@ -27,7 +29,6 @@ CHROMIUM_ARGS = [
 
 def launch_chromium(playwright):
     """Debian's Chromium under Playwright (the tests never download a browser of their own)."""
-    import pytest
 
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (make test does).")
@@ -44,7 +45,6 @@ def wait_until(predicate: Callable[[], object], timeout: float, interval: float 
 
 
 def session_cookie(user) -> str:
-    from django.test import Client
 
     client = Client()
     client.force_login(user)

@@ -8,8 +8,8 @@ import secrets
 
 from django.utils import timezone
 
+from inference.errors import ClientError
 from inference.models import ApiKey
-from inference.services import ClientError
 
 KEY_PREFIX = "hai_"
 SHOWN_CHARS = len(KEY_PREFIX) + 8
@@ -27,7 +27,7 @@ def api_key_create(*, user, name: str = "") -> tuple[ApiKey, str]:
     """A new key for the user; the secret is returned once and never stored."""
     name = " ".join((name or "").split())
     if len(name) > NAME_CHARS:
-        raise ClientError("bad_request", f"A key's name can be at most {NAME_CHARS} characters.")
+        raise ClientError("bad_request", f"A key's name can be at most {NAME_CHARS} characters.", field="name")
     raw = KEY_PREFIX + secrets.token_urlsafe(32)
     key = ApiKey.objects.create(user=user, name=name or "API key", prefix=raw[:SHOWN_CHARS], key_hash=hash_key(raw))
     return key, raw

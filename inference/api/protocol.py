@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from django.http import JsonResponse
 
-from inference.services import ClientError
+from inference.errors import ClientError
 
 CLIENT_CHARS = 32
 _CLIENT_SAFE = re.compile(r"[^A-Za-z0-9._ /:@+()-]")
@@ -245,20 +245,15 @@ def parse_request(data: dict, *, chat: bool, models: list[str]) -> CompletionReq
     )
 
 
-_FIELD_AT_START = re.compile(r"^([a-z_]+) must\b")
-
-
 def from_client_error(exc: ClientError, request: CompletionRequest | None = None) -> ApiError:
-    """A service's ClientError as an OpenAI error; the param is the field its sentence is about."""
+    """A service's ClientError as an OpenAI error; its field is the param (the message text is
+    the request's messages or prompt)."""
     if exc.code == "busy":
         return ApiError(503, exc.message, code="server_busy")
     if exc.code == "not_found":
         return ApiError(404, exc.message, code="not_found")
-    param = None
-    match = _FIELD_AT_START.match(exc.message)
-    if match:
-        param = match.group(1)
-    elif request is not None:
+    param = exc.field
+    if param in (None, "text") and request is not None:
         param = "messages" if request.chat else "prompt"
     if exc.code == "empty_message":
         what = "The last message" if request is None or request.chat else "The prompt"

@@ -14,6 +14,7 @@ import logging
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
+from inference import events
 from inference.broadcast import generation_group
 from inference.models import Generation
 
@@ -70,27 +71,7 @@ class GenerationEvents:
 
 def _final_event(generation_id: int) -> dict | None:
     """The end of an answer as its row tells it, or None while it is still queued or running."""
-    generation = Generation.objects.filter(id=generation_id).select_related("message").first()
-    if generation is None:
-        gone = "The answer was deleted."
-        return {"type": "generation.error", "generation": generation_id, "code": "gone", "message": gone}
-    if generation.is_active:
-        return None
-    if generation.status in (Generation.Status.DONE, Generation.Status.CANCELLED):
-        return {
-            "type": "generation.done",
-            "generation": generation_id,
-            "status": generation.status,
-            "text": generation.message.content,
-            "notice": generation.notice,
-            "metrics": generation.metrics(),
-        }
-    return {
-        "type": "generation.error",
-        "generation": generation_id,
-        "code": generation.error_code or generation.status,
-        "message": generation.error_message or "The answer could not be written.",
-    }
+    return events.final(Generation.objects.filter(id=generation_id).select_related("message").first(), generation_id)
 
 
 final_event = database_sync_to_async(_final_event)

@@ -22,13 +22,16 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 
-from inference import services, watchdog
+from inference import events, watchdog
 from inference.api import protocol
 from inference.api.auth import api_user, authenticate, metrics_token_ok
 from inference.api.protocol import ApiError, CompletionRequest
 from inference.api.relay import GenerationEvents, final_event
+from inference.errors import ClientError
+from inference.metrics import exposition
 from inference.models import EngineConfig, Generation
-from inference.services import ClientError
+from inference.services import generations
+from inference.worker import registry
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +49,9 @@ class Serving:
 
 
 def serving_state() -> Serving:
-    from inference.worker import live_workers
-
     chosen = EngineConfig.objects.filter(pk=1).values_list("model_name", flat=True).first()
     names = [chosen or settings.HOMEAI_MODEL_PATH.name]
-    workers = live_workers()
+    workers = registry.live_workers()
     for status in workers.values():
         model = status.get("model")
         if model and model not in names:
@@ -80,7 +81,7 @@ def _accept(request: HttpRequest, *, chat: bool) -> tuple[object, CompletionRequ
             code="no_worker",
         )
     try:
-        generation = services.generation_create_api(
+        generation = generations.generation_create_api(
             user=user,
             client=protocol.client_name(request.headers),
             messages=req.messages,
@@ -157,7 +158,7 @@ class Answer:
     async def start(self) -> None:
         """Subscribe, then send the task: the first token cannot beat the subscription."""
         await self.events.open()
-        await database_sync_to_async(services.generation_enqueue)(generation=self.generation)
+        await database_sync_to_async(generations.generation_enqueue)(generation=self.generation)
 
     async def end(self) -> None:
         if self._ended:
@@ -166,7 +167,7 @@ class Answer:
         try:
             if not self.finished:
                 # The client left (or this server failed) before the answer ended: stop it.
-                await database_sync_to_async(services.generation_cancel)(
+                await database_sync_to_async(generations.generation_cancel)(
                     user=self.user, generation_id=self.generation_id
                 )
         except Exception:
@@ -185,7 +186,7 @@ class Answer:
                     continue
                 frame = [final]
             for event in frame:
-                if event["type"] in ("generation.done", "generation.error"):
+                if event["type"] in events.ENDS:
                     self.finished = True
             yield frame
 
@@ -193,9 +194,9 @@ class Answer:
         pieces: list[str] = []
         async for frame in self.frames():
             for event in frame or ():
-                if event["type"] == "generation.token":
+                if event["type"] == events.TOKEN:
                     pieces.append(event["text"])
-                elif event["type"] == "generation.done":
+                elif event["type"] == events.DONE:
                     text = event.get("text")
                     body = protocol.completion_body(
                         self.req,
@@ -205,7 +206,7 @@ class Answer:
                         done=event,
                     )
                     return JsonResponse(body, json_dumps_params={"ensure_ascii": False})
-                elif event["type"] == "generation.error":
+                elif event["type"] == events.ERROR:
                     return protocol.from_engine_error(event["code"], event["message"]).response()
         return ApiError(500, "The answer ended without a result.", code="no_result").response()
 
@@ -221,12 +222,12 @@ class Answer:
                 out = []
                 for event in frame:
                     kind = event["type"]
-                    if kind == "generation.token" and event["text"]:
+                    if kind == events.TOKEN and event["text"]:
                         streamed.append(event["text"])
                         out.append(self._sse_chunk(text=event["text"]))
-                    elif kind == "generation.done":
+                    elif kind == events.DONE:
                         out += self._stream_end(event, "".join(streamed))
-                    elif kind == "generation.error":
+                    elif kind == events.ERROR:
                         out.append(protocol.sse(protocol.from_engine_error(event["code"], event["message"]).body()))
                 if out:
                     yield b"".join(out)
@@ -314,8 +315,6 @@ async def completions(request: HttpRequest) -> HttpResponse:
 @never_cache
 def metrics(request: HttpRequest) -> HttpResponse:
     """Prometheus exposition, built from Redis (so right with any number of web and worker processes)."""
-    from inference.metrics import exposition
-
     if not metrics_token_ok(request, settings.HOMEAI_METRICS_TOKEN):
         response = HttpResponse("A bearer token is required: see HOMEAI_METRICS_TOKEN.\n", status=401)
         response["WWW-Authenticate"] = 'Bearer realm="HomeAI metrics"'

@@ -1,8 +1,9 @@
 """The Engine: one owner thread runs schedule -> decode -> sample -> emit -> retire.
 
-Task threads call submit() and cancel() and read their sequence's events; only the engine
-thread touches the Runner (llama.cpp is not thread-safe per context). The model is loaded by
-that thread on the first request, so the request that waited for it records the load.
+Task threads call submit() and cancel() and read their sequence's events (events.py); only
+the engine thread touches the Runner (llama.cpp is not thread-safe per context), so those calls
+queue commands (commands.py) that it applies between steps. The model is loaded by that
+thread on the first request, so the request that waited for it records the load.
 """
 
 from __future__ import annotations
@@ -15,9 +16,14 @@ import threading
 from collections.abc import Callable
 
 from inference.engine.budget import StepCostModel
-from inference.engine.runner import EngineError, Runner
-from inference.engine.scheduler import Scheduler, Step
+from inference.engine.commands import Cancel, Command, Retire, SetPolicy, Stop, Submit
+from inference.engine.errors import EngineError
+from inference.engine.events import DoneEvent, ErrorEvent, PhaseEvent, TokenEvent
+from inference.engine.policies import make_policy
+from inference.engine.runner import Runner
+from inference.engine.scheduler import Scheduler
 from inference.engine.sequence import Sequence, StopStringFilter
+from inference.engine.step import Step
 from inference.engine.timing import NS_PER_MS, now_ns, perf_to_wall_ns
 
 log = logging.getLogger(__name__)
@@ -43,7 +49,7 @@ class Engine:
         self.capture_first_logits = capture_first_logits
         self.steps: collections.deque[dict] = collections.deque(maxlen=STEP_RING_SIZE)
         self._on_step = on_step
-        self._inbox: queue.Queue = queue.Queue()
+        self._inbox: queue.Queue[Command] = queue.Queue()
         self._by_id: dict[int, Sequence] = {}
         self._thread = threading.Thread(target=self._run_forever, name="homeai-engine", daemon=True)
         self._stopping = False
@@ -53,23 +59,23 @@ class Engine:
 
     # --- called from other threads -----------------------------------------------------------
     def submit(self, seq: Sequence) -> None:
-        self._inbox.put(("submit", seq))
+        self._inbox.put(Submit(seq))
 
     def cancel(self, seq_id: int) -> None:
-        self._inbox.put(("cancel", seq_id))
+        self._inbox.put(Cancel(seq_id))
 
     def set_policy(self, policy: str) -> None:
         """Switch the scheduling policy from the next step on (for live experiments)."""
-        Scheduler(policy=policy, n_slots=1, n_batch=1)  # validates the name in the caller's thread
-        self._inbox.put(("policy", policy))
+        make_policy(policy)  # a ValueError for an unknown name, in the caller's thread
+        self._inbox.put(SetPolicy(policy))
 
     def retire(self) -> None:
         """Finish the sequences it holds, then unload (a newer engine takes new requests)."""
-        self._inbox.put(("retire", None))
+        self._inbox.put(Retire())
 
     def stop(self) -> None:
         self._stopping = True
-        self._inbox.put(("stop", None))
+        self._inbox.put(Stop())
         self._thread.join(timeout=30)
 
     def status(self) -> dict:
@@ -88,8 +94,8 @@ class Engine:
     def sizing(self) -> dict | None:
         """How `chunked` sizes a long prompt's chunks now: beside as many decodes as the latest
         step had, what those cost alone, the step time aimed at, what a prompt token adds, and
-        the chunk that leaves. None for the other policies (they do not chunk)."""
-        if self.scheduler.policy != "chunked":
+        the chunk that leaves. None for a policy whose steps the budget does not size."""
+        if not self.scheduler.current.budgeted:
             return None
         n = self.cost_model.last_n_decode
         info = self.cost_model.describe(n)
@@ -110,32 +116,35 @@ class Engine:
         self.runner.close()
 
     def _drain_inbox(self, *, block: bool) -> None:
-        items = []
+        commands: list[Command] = []
         if block:
-            items.append(self._inbox.get())
+            commands.append(self._inbox.get())
         while True:
             try:
-                items.append(self._inbox.get_nowait())
+                commands.append(self._inbox.get_nowait())
             except queue.Empty:
                 break
-        submitted = [seq for kind, seq in items if kind == "submit"]
+        submitted = [command.seq for command in commands if isinstance(command, Submit)]
         if submitted and not self.runner.loaded:
             self._load(submitted)
-        for kind, obj in items:
-            if kind == "submit":
-                self._accept(obj)
-            elif kind == "cancel":
-                seq = self._by_id.get(obj)
-                if seq is not None:
-                    self._finish(seq, "cancelled", now_ns())
-            elif kind == "policy":
-                self.scheduler.set_policy(obj)
-            elif kind == "retire":
-                self._retiring = True
+        for command in commands:
+            match command:
+                case Submit(seq):
+                    self._accept(seq)
+                case Cancel(seq_id):
+                    seq = self._by_id.get(seq_id)
+                    if seq is not None:
+                        self._finish(seq, "cancelled", now_ns())
+                case SetPolicy(name):
+                    self.scheduler.set_policy(name)
+                case Retire():
+                    self._retiring = True
+                case Stop():
+                    pass  # it only woke the thread: _stopping is already set
 
     def _load(self, paying: list[Sequence]) -> None:
         for seq in paying:
-            seq.emit("phase", phase="load", state="start")
+            seq.emit(PhaseEvent("load", state="start"))
         start = now_ns()
         try:
             self.runner.load()
@@ -147,24 +156,24 @@ class Engine:
         load_ns = now_ns() - start
         for seq in paying:
             seq.clock.load_ns = load_ns
-            seq.emit("phase", phase="load", state="done", ms=load_ns / NS_PER_MS)
+            seq.emit(PhaseEvent("load", state="done", ms=load_ns / NS_PER_MS))
             if self.runner.load_notice:
                 seq.notice = self.runner.load_notice
-                seq.emit("phase", phase="notice", message=seq.notice)
+                seq.emit(PhaseEvent("notice", message=seq.notice))
 
     def _accept(self, seq: Sequence) -> None:
         if not self.runner.loaded:
             err = self.load_error or EngineError("model_unusable", "The model could not be loaded.")
-            seq.emit("error", code=err.code, message=err.message)
+            seq.emit(ErrorEvent(err.code, err.message))
             return
         try:
             reserve = min(seq.params.max_tokens, self.runner.config.n_ctx_seq // 2)
             if seq.raw_prompt is not None:
-                prompt = self.runner.build_raw_prompt(seq.raw_prompt)
+                prompt = self.runner.prompts.build_raw(seq.raw_prompt)
             else:
-                prompt = self.runner.build_prompt(seq.messages, reserve=reserve)
+                prompt = self.runner.prompts.build(seq.messages, reserve=reserve)
         except EngineError as exc:
-            seq.emit("error", code=exc.code, message=exc.message)
+            seq.emit(ErrorEvent(exc.code, exc.message))
             return
         seq.prompt_tokens = prompt.tokens
         seq.stop_filter = StopStringFilter(tuple(seq.params.stop) + prompt.stop)
@@ -175,13 +184,13 @@ class Engine:
                 f"tokens): the oldest {prompt.dropped_messages} message(s) were left out of this answer."
             )
             seq.notice = f"{seq.notice} {dropped}".strip()
-            seq.emit("phase", phase="notice", message=dropped)
+            seq.emit(PhaseEvent("notice", message=dropped))
         self.runner.new_sampler(seq.seq_id, seq.params)
         self._by_id[seq.seq_id] = seq
         self.scheduler.add(seq)
         position = self.scheduler.queue_position(seq)
         if position > 1 or self.scheduler.running:
-            seq.emit("phase", phase="queued", position=position)
+            seq.emit(PhaseEvent("queued", position=position))
 
     def _step(self) -> None:
         step = self.scheduler.schedule()
@@ -201,7 +210,7 @@ class Engine:
                 seq = chunk.seq
                 seq.clock.mark_prefill_chunk(t0, t1)
                 seq.num_computed += chunk.n_tokens
-                seq.emit("phase", phase="prefill", done=seq.num_computed, total=seq.prompt_len)
+                seq.emit(PhaseEvent("prefill", done=seq.num_computed, total=seq.prompt_len))
         for seq, index in to_sample:
             if self.capture_first_logits and not seq.output_tokens:
                 seq.first_logits = self.runner.logits(index)
@@ -214,7 +223,7 @@ class Engine:
         self._record_step(step, t0, t1)
         if waiting_before != list(self.scheduler.waiting):
             for seq in self.scheduler.waiting:
-                seq.emit("phase", phase="queued", position=self.scheduler.queue_position(seq))
+                seq.emit(PhaseEvent("queued", position=self.scheduler.queue_position(seq)))
 
     def _on_token(self, seq: Sequence, token: int, t: int) -> None:
         if (self.runner.is_eog(token) or token in seq.stop_tokens) and not seq.params.ignore_eos:
@@ -226,8 +235,8 @@ class Engine:
         text = seq.stop_filter.feed(self.runner.piece(token))
         seq.text += text
         if first:
-            seq.emit("phase", phase="decode")
-        seq.emit("token", text=text, t_ms=seq.clock.since_arrival_ms(t))
+            seq.emit(PhaseEvent("decode"))
+        seq.emit(TokenEvent(text, t_ms=seq.clock.since_arrival_ms(t)))
         if seq.stop_filter.stopped:
             self._finish(seq, "stop", t)
         elif len(seq.output_tokens) >= seq.params.max_tokens:
@@ -245,13 +254,13 @@ class Engine:
         self._by_id.pop(seq.seq_id, None)
         metrics = seq.clock.metrics(prompt_tokens=seq.prompt_len, cached_tokens=seq.num_cached)
         metrics["finish_reason"] = reason
-        seq.emit("done", text=seq.text, finish_reason=reason, notice=seq.notice, metrics=metrics)
+        seq.emit(DoneEvent(text=seq.text, finish_reason=reason, notice=seq.notice, metrics=metrics))
 
     def _fail(self, seq: Sequence, exc: EngineError) -> None:
         self.scheduler.finish(seq)
         self.runner.release(seq, keep_cache=False)
         self._by_id.pop(seq.seq_id, None)
-        seq.emit("error", code=exc.code, message=exc.message)
+        seq.emit(ErrorEvent(exc.code, exc.message))
 
     def _fail_all(self, exc: EngineError) -> None:
         for seq in list(self._by_id.values()):

@@ -2,12 +2,12 @@
 
 It owns one model and one context with a KV slot per sequence (kv_unified, so slots share
 one cache), builds a llama_batch from a Step, and samples each sequence with its own chain.
+The pure parts it drives live beside it: prompts (prompt.py) and what each slot caches (slots.py).
 """
 
 from __future__ import annotations
 
 import ctypes
-import itertools
 import logging
 import os
 from dataclasses import dataclass
@@ -15,10 +15,12 @@ from pathlib import Path
 
 import llama_cpp
 import numpy as np
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from inference.engine.scheduler import Step
+from inference.engine.errors import EngineError
+from inference.engine.prompt import ChatTemplate, PromptBuilder
 from inference.engine.sequence import SamplingParams, Sequence
+from inference.engine.slots import SlotCache
+from inference.engine.step import Step
 
 log = logging.getLogger(__name__)
 
@@ -36,20 +38,6 @@ def _llama_log(level: int, text: bytes, _user_data) -> None:
             "llama.cpp: %s",
             text.decode("utf-8", errors="replace").rstrip(),
         )
-
-
-# Gemma's turn markup: the bundled Gemma 3 base GGUF carries no chat template, and this
-# markup is what Gemma-family models (and many others) are trained to follow.
-GEMMA_TURN_STOPS = ("<end_of_turn>", "<start_of_turn>")
-
-
-class EngineError(Exception):
-    """An error a user can meet, with a code and a sentence a person understands."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -73,31 +61,6 @@ class ModelInfo:
     n_ctx_train: int
 
 
-@dataclass
-class Prompt:
-    tokens: list[int]
-    dropped_messages: int
-    stop: tuple[str, ...]
-    stop_tokens: frozenset[int] = frozenset()
-
-
-def render_gemma(messages: list[dict]) -> str:
-    """Gemma turn markup; a system message is folded into the first user turn, as Gemma does."""
-    parts: list[str] = []
-    system = ""
-    for msg in messages:
-        role, content = msg["role"], msg["content"]
-        if role == "system":
-            system = content.strip() + "\n\n"
-            continue
-        turn = "model" if role == "assistant" else "user"
-        if turn == "user" and system:
-            content, system = system + content, ""
-        parts.append(f"<start_of_turn>{turn}\n{content.strip()}<end_of_turn>\n")
-    parts.append("<start_of_turn>model\n")
-    return "".join(parts)
-
-
 class Runner:
     def __init__(self, config: RunnerConfig):
         self.config = config
@@ -106,15 +69,11 @@ class Runner:
         self.vocab = None
         self.info: ModelInfo | None = None
         self._batch = None
-        self._template = None
+        self.prompts: PromptBuilder | None = None  # prompts in this model's chat format; set by load()
         self._samplers: dict[int, object] = {}
         self._piece_buf = ctypes.create_string_buffer(256)
-        # What each slot's KV cache holds after its last sequence ended: the next turn of a
-        # conversation that lands there skips re-evaluating the history it shares.
         self.load_notice = ""  # something the person should know about how the model runs
-        self._slot_tokens: dict[int, list[int]] = {}
-        self._slot_used: dict[int, int] = {}
-        self._use_counter = itertools.count(1)
+        self.slots = SlotCache()  # what each slot's KV cache holds, for prefix reuse
 
     # --- lifecycle -------------------------------------------------------------------------
     @property
@@ -160,11 +119,15 @@ class Runner:
         self.model, self.ctx = model, ctx
         self.vocab = llama_cpp.llama_model_get_vocab(model)
         self._batch = llama_cpp.llama_batch_init(cfg.n_batch, 0, 1)
-        template = llama_cpp.llama_model_chat_template(model, None)
-        if template:
-            env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-            env.globals["raise_exception"] = _raise_template_error
-            self._template = env.from_string(template.decode("utf-8", errors="replace"))
+        source = llama_cpp.llama_model_chat_template(model, None)
+        template = None
+        if source:
+            template = ChatTemplate(
+                source.decode("utf-8", errors="replace"),
+                bos=self._token_text(llama_cpp.llama_vocab_bos(self.vocab)),
+                eos=self._token_text(llama_cpp.llama_vocab_eos(self.vocab)),
+            )
+        self.prompts = PromptBuilder(self, template, n_ctx=cfg.n_ctx_seq)
         desc = ctypes.create_string_buffer(256)
         llama_cpp.llama_model_desc(model, desc, len(desc))
         self.info = ModelInfo(
@@ -173,7 +136,7 @@ class Runner:
             size_bytes=int(llama_cpp.llama_model_size(model)),
             n_params=int(llama_cpp.llama_model_n_params(model)),
             description=desc.value.decode("utf-8", errors="replace"),
-            chat_template=self._template is not None,
+            chat_template=template is not None,
             n_ctx_train=int(llama_cpp.llama_model_n_ctx_train(model)),
         )
         log.info(
@@ -220,65 +183,6 @@ class Runner:
 
     def is_eog(self, token: int) -> bool:
         return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))
-
-    def render(self, messages: list[dict]) -> tuple[str, tuple[str, ...]]:
-        if self._template is None:
-            return render_gemma(messages), GEMMA_TURN_STOPS
-        bos = self._token_text(llama_cpp.llama_vocab_bos(self.vocab))
-        eos = self._token_text(llama_cpp.llama_vocab_eos(self.vocab))
-        text = self._template.render(messages=messages, add_generation_prompt=True, bos_token=bos, eos_token=eos)
-        # The template may write BOS itself; don't let the tokenizer add a second one.
-        if bos and text.startswith(bos):
-            text = text[len(bos) :]
-        return text, ()
-
-    def build_raw_prompt(self, text: str) -> Prompt:
-        """A completion prompt: the text as is (BOS added per the model), no turns, no stops."""
-        tokens = self.tokenize(text)
-        self._check_fits(tokens)
-        return Prompt(tokens=tokens, dropped_messages=0, stop=())
-
-    def _check_fits(self, tokens: list[int]) -> None:
-        n_ctx = self.config.n_ctx_seq
-        if len(tokens) >= n_ctx:
-            raise EngineError(
-                "context_overflow",
-                f"The prompt is {len(tokens):,} tokens; this model's context holds {n_ctx:,}. "
-                "Shorten the message or start a new conversation.",
-            )
-
-    def build_prompt(self, messages: list[dict], *, reserve: int) -> Prompt:
-        """Render and tokenize; drop the oldest turns while the prompt plus `reserve` won't fit.
-
-        1. Render the whole conversation and tokenize it.
-        2. While it is too long and more than the last message remains, drop the oldest
-           non-system message (a user turn and its answer go together).
-        3. If the last message alone does not fit the context, it is an error the user can fix.
-        """
-        n_ctx = self.config.n_ctx_seq
-        system = [m for m in messages if m["role"] == "system"]
-        turns = [m for m in messages if m["role"] != "system"]
-        dropped = 0
-        while True:
-            text, stop = self.render(system + turns)
-            tokens = self.tokenize(text)
-            if len(tokens) + reserve <= n_ctx or len(turns) <= 1:
-                break
-            cut = 2 if len(turns) > 2 and turns[0]["role"] == "user" and turns[1]["role"] == "assistant" else 1
-            turns = turns[cut:]
-            dropped += cut
-        self._check_fits(tokens)
-        return Prompt(tokens=tokens, dropped_messages=dropped, stop=stop, stop_tokens=self.special_tokens(stop))
-
-    def special_tokens(self, texts: tuple[str, ...]) -> frozenset[int]:
-        """Ids of stop strings that are single special tokens (they detokenize to nothing, so
-        the text filter would never see them: e.g. Gemma's <start_of_turn>)."""
-        ids = set()
-        for text in texts:
-            tokens = self.tokenize(text, add_special=False)
-            if len(tokens) == 1:
-                ids.add(tokens[0])
-        return frozenset(ids)
 
     def _token_text(self, token: int) -> str:
         if token < 0:
@@ -351,28 +255,16 @@ class Runner:
         return np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.ctx, batch_index), shape=(n_vocab,)).copy()
 
     # --- KV slots ------------------------------------------------------------------------------
-    def _common_prefix(self, slot: int, tokens: list[int]) -> int:
-        cached = self._slot_tokens.get(slot, ())
-        n = 0
-        for a, b in zip(cached, tokens, strict=False):
-            if a != b:
-                break
-            n += 1
-        return n
-
     def admit(self, seq: Sequence, free_slots: list[int]) -> int:
-        """Choose the free slot that caches the longest prefix of the prompt (else the least
-        recently used one), drop the rest of its cache, and mark the prefix as computed."""
-        slot = max(free_slots, key=lambda s: (self._common_prefix(s, seq.prompt_tokens), -self._slot_used.get(s, 0)))
-        # At least one prompt token must be evaluated to get logits for the first answer token.
-        reuse = min(self._common_prefix(slot, seq.prompt_tokens), seq.prompt_len - 1)
+        """Start the sequence in the free slot whose cache it can reuse most of (SlotCache.choose),
+        drop the rest of that cache, and mark the reused prefix as computed."""
+        slot, reuse = self.slots.choose(free_slots, seq.prompt_tokens)
         mem = llama_cpp.llama_get_memory(self.ctx)
         if reuse <= 0 or not llama_cpp.llama_memory_seq_rm(mem, slot, reuse, -1):
             llama_cpp.llama_memory_seq_rm(mem, slot, -1, -1)
             reuse = 0
         seq.num_computed = seq.num_cached = reuse
-        self._slot_tokens[slot] = []
-        self._slot_used[slot] = next(self._use_counter)
+        self.slots.take(slot)
         return slot
 
     def release(self, seq: Sequence, *, keep_cache: bool = True) -> None:
@@ -383,11 +275,7 @@ class Runner:
         mem = llama_cpp.llama_get_memory(self.ctx)
         if keep_cache:
             n_in_kv = llama_cpp.llama_memory_seq_pos_max(mem, seq.slot) + 1
-            self._slot_tokens[seq.slot] = (seq.prompt_tokens + seq.output_tokens)[:n_in_kv]
+            self.slots.keep(seq.slot, (seq.prompt_tokens + seq.output_tokens)[:n_in_kv])
         else:
             llama_cpp.llama_memory_seq_rm(mem, seq.slot, -1, -1)
-            self._slot_tokens[seq.slot] = []
-
-
-def _raise_template_error(message: str):
-    raise EngineError("template_error", f"The model's chat template refused the conversation: {message}")
+            self.slots.clear(seq.slot)

@@ -1,49 +1,14 @@
-"""The Scheduler: which sequences run in the next model step. Pure Python, no llama.cpp.
-
-Policies:
-- serial: one sequence at a time, prompt first (llama-cpp-python's server).
-- continuous: every running sequence decodes, waiting prompts fill the rest of the batch
-  (llama-server: a long prompt stalls every active chat for its whole prefill).
-- chunked: decodes first, then prompt chunks up to a token budget per step (Sarathi-Serve),
-  shortest remaining prompt first.
-"""
+"""The Scheduler: waiting and running sequences, their slots, and the policy that picks each
+model step's tokens (policies.py). Pure Python, no llama.cpp."""
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
+from inference.engine.policies import Policy, make_policy
 from inference.engine.sequence import SeqStatus, Sequence
-
-POLICIES = ("serial", "continuous", "chunked")
-# With decodes filling the whole budget, a waiting prompt still advances by this much per step.
-MIN_PREFILL_CHUNK = 16
-
-
-@dataclass(frozen=True)
-class Chunk:
-    seq: Sequence
-    n_tokens: int
-    prefill: bool
-
-
-@dataclass
-class Step:
-    chunks: list[Chunk] = field(default_factory=list)
-
-    @property
-    def num_tokens(self) -> int:
-        return sum(c.n_tokens for c in self.chunks)
-
-    @property
-    def prefill_tokens(self) -> int:
-        return sum(c.n_tokens for c in self.chunks if c.prefill)
-
-    @property
-    def decode_tokens(self) -> int:
-        return sum(c.n_tokens for c in self.chunks if not c.prefill)
-
+from inference.engine.step import Step
 
 AdmitHook = Callable[[Sequence, list[int]], int]
 
@@ -57,6 +22,8 @@ class Scheduler:
     may set `seq.num_computed` for a prefix already cached there (the engine's prefix reuse);
     default: the lowest free slot, nothing cached.
     """
+
+    current: Policy  # the policy object; `policy` is its name
 
     def __init__(
         self,
@@ -77,10 +44,14 @@ class Scheduler:
         self.running: list[Sequence] = []
         self._free_slots = list(range(n_slots))
 
+    @property
+    def policy(self) -> str:
+        """The current policy's name (a key of POLICIES)."""
+        return self.current.name
+
     def set_policy(self, policy: str) -> None:
-        if policy not in POLICIES:
-            raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
-        self.policy = policy
+        """Schedule the next steps with the policy of that name; ValueError for an unknown one."""
+        self.current = make_policy(policy)
 
     def step_budget(self, n_decode: int) -> int:
         """Tokens allowed in the next chunked step, decodes included, within [1, n_batch]."""
@@ -115,55 +86,15 @@ class Scheduler:
         seq.status = SeqStatus.FINISHED
 
     def schedule(self) -> Step | None:
-        if self.policy == "serial":
-            step = self._schedule_serial()
-        else:
-            step = self._schedule_batched()
-        return step if step.chunks else None
+        """The next step by the current policy; None when nothing can run."""
+        return self.current.schedule(self)
 
-    def _admit(self, limit: int) -> None:
-        while self.waiting and self._free_slots and len(self.running) < limit:
+    def admit_waiting(self, limit: int | None = None) -> None:
+        """Start waiting sequences, oldest first, in free slots while fewer than `limit` run."""
+        while self.waiting and self._free_slots and (limit is None or len(self.running) < limit):
             seq = self.waiting.popleft()
             slot = self.admit_hook(seq, list(self._free_slots)) if self.admit_hook else self._free_slots[0]
             self._free_slots.remove(slot)
             seq.slot = slot
             seq.status = SeqStatus.RUNNING
             self.running.append(seq)
-
-    def _schedule_serial(self) -> Step:
-        self._admit(limit=1)
-        step = Step()
-        if self.running:
-            seq = self.running[0]
-            if seq.in_prefill:
-                step.chunks.append(Chunk(seq, min(seq.remaining_prompt, self.n_batch), True))
-            else:
-                step.chunks.append(Chunk(seq, 1, False))
-        return step
-
-    def _schedule_batched(self) -> Step:
-        self._admit(limit=len(self.running) + len(self._free_slots))
-        step = Step()
-        for seq in self.running:
-            if not seq.in_prefill:
-                step.chunks.append(Chunk(seq, 1, False))
-        cap = self.n_batch if self.policy == "continuous" else self.step_budget(step.num_tokens)
-        room = cap - step.num_tokens
-        prompts = [seq for seq in self.running if seq.in_prefill]  # admission order
-        if self.policy == "chunked":
-            # Shortest remaining prompt first (ties: the oldest): a question asked while a long
-            # document is being read waits a step, not the whole document. The document still
-            # moves on in every step the short prompts leave room in, and a short prompt soon
-            # turns into a decode, so nothing starves.
-            prompts.sort(key=lambda seq: seq.remaining_prompt)
-        for seq in prompts:
-            if room <= 0:
-                if self.policy == "chunked" and step.prefill_tokens == 0:
-                    # No starvation: decodes filled the budget, still move the first prompt on.
-                    room = min(MIN_PREFILL_CHUNK, self.n_batch - step.num_tokens)
-                if room <= 0:
-                    break
-            n = min(seq.remaining_prompt, room)
-            step.chunks.append(Chunk(seq, n, True))
-            room -= n
-        return step

@@ -1,4 +1,4 @@
-"""A Sequence: one request's state inside the engine, and the events it sends back."""
+"""A Sequence: one request's state inside the engine, and the queue of events it sends back."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import enum
 import queue
 from dataclasses import dataclass, field
 
+from inference.engine.events import EngineEvent
 from inference.engine.timing import PhaseClock
 
 
@@ -27,14 +28,6 @@ class SamplingParams:
     seed: int = -1
     stop: tuple[str, ...] = ()
     ignore_eos: bool = False  # benchmarks: always produce max_tokens
-
-
-@dataclass
-class Event:
-    """What the engine thread tells the task thread: kind is phase | token | done | error."""
-
-    kind: str
-    data: dict
 
 
 class StopStringFilter:
@@ -99,7 +92,7 @@ class Sequence:
     slot: int | None = None
     finish_reason: str | None = None
     notice: str = ""
-    events: queue.Queue = field(default_factory=queue.Queue)
+    events: queue.Queue[EngineEvent] = field(default_factory=queue.Queue)
     stop_filter: StopStringFilter | None = None
     stop_tokens: frozenset[int] = frozenset()
     raw_prompt: str | None = None  # tokenized as is, without the chat template (completions)
@@ -122,5 +115,5 @@ class Sequence:
         """The KV position the next token fed to the model will take."""
         return self.num_computed + max(len(self.output_tokens) - 1, 0)
 
-    def emit(self, kind: str, **data) -> None:
-        self.events.put(Event(kind, data))
+    def emit(self, event: EngineEvent) -> None:
+        self.events.put(event)

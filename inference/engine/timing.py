@@ -1,4 +1,4 @@
-"""The phase clock: one sequence's timestamps, and the metrics of ARCHITECTURE.md derived from them.
+"""The phase clock: one sequence's timestamps, and the metrics of docs/architecture.md derived from them.
 
 All instants are time.perf_counter_ns() of the worker process. The arrival time comes from
 the web process's wall clock, so it is translated once through an anchor pair taken at
@@ -104,3 +104,19 @@ class PhaseClock:
             out["tpot_ms"] = _ms(last - first) / (n_out - 1)
             out["output_tps"] = (n_out - 1) / ((last - first) / 1e9) if last > first else None
         return out
+
+
+# A request's phases in the order they happen: the chat's phase bar and the dashboard's timeline.
+PHASES = ("queue", "load", "prefill", "decode")
+
+
+def phase_ms(metrics: dict) -> dict[str, float]:
+    """Milliseconds an answer spent in each phase, in PHASES order; the first token's step counts
+    as decode (it is decode work as far as the reader is concerned), and none is negative."""
+    durations = {
+        "queue": metrics.get("queue_ms") or 0.0,
+        "load": metrics.get("load_ms") or 0.0,
+        "prefill": metrics.get("prefill_ms") or 0.0,
+        "decode": (metrics.get("first_token_ms") or 0.0) + (metrics.get("decode_ms") or 0.0),
+    }
+    return {phase: max(durations[phase], 0.0) for phase in PHASES}

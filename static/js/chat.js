@@ -3,7 +3,7 @@
 (function () {
   "use strict";
 
-  const $ = (id) => document.getElementById(id);
+  const { $, el, readJson, isNum, fmtMs, fmtRate, fmtInt, ReconnectingSocket } = window.HomeAI;
   const ui = {
     layout: $("chat-layout"), sidebarToggle: $("sidebar-toggle"), backdrop: $("sidebar-backdrop"),
     convList: $("conversation-items"), heading: $("chat-heading"), status: $("connection-status"),
@@ -17,43 +17,11 @@
     readJson("chat-config"));
   const ACTIVE = new Set(["queued", "running"]);
   const FINISHED = new Set(["done", "cancelled", "interrupted", "error"]);
-  const PHASES = [["queue", "queue"], ["load", "load"], ["prefill", "prefill"], ["decode", "decode"]];
 
   const gens = new Map();   // generation id -> record (see createAssistant)
   let pending = null;       // our chat.send awaiting generation.queued: {userEl, text, sentAt}
-  let socket = null;
-  let connected = false;
-  let everConnected = false;
-  let retryDelay = 1000;
-  let retryTimer = null;
+  let socket = null;        // the ReconnectingSocket, from init()
   let bannerTimer = null;
-
-  function readJson(id) {
-    const node = $(id);
-    try { return node ? JSON.parse(node.textContent) : null; } catch (e) { return null; }
-  }
-
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text != null) node.textContent = text;
-    return node;
-  }
-
-  /* ---------- Number formatting ---------- */
-
-  const isNum = (v) => typeof v === "number" && Number.isFinite(v);
-
-  function fmtMs(ms) {
-    if (!isNum(ms)) return "–";
-    if (ms === 0) return "0 ms";
-    if (ms < 10) return `${ms.toFixed(1)} ms`;
-    if (ms < 1000) return `${Math.round(ms)} ms`;
-    if (ms < 10000) return `${(ms / 1000).toFixed(2)} s`;
-    return `${(ms / 1000).toFixed(1)} s`;
-  }
-  const fmtRate = (r) => (r >= 100 ? String(Math.round(r)) : r.toFixed(1));
-  const fmtInt = (n) => Math.round(n).toLocaleString();
 
   // Count code points like the server (Python len) does, not UTF-16 units: an emoji is one.
   function charLength(text) {
@@ -202,12 +170,6 @@
     return parts.join(" · ");
   }
 
-  // First-token time is decode work as far as the reader is concerned, so it joins that segment.
-  function phaseValues(m) {
-    const v = (x) => (isNum(x) && x > 0 ? x : 0);
-    return { queue: v(m.queue_ms), load: v(m.load_ms), prefill: v(m.prefill_ms), decode: v(m.first_token_ms) + v(m.decode_ms) };
-  }
-
   function renderMetrics(m) {
     const nodes = [];
     const text = statsText(m);
@@ -217,23 +179,25 @@
       if (tip) line.title = tip;
       nodes.push(line);
     }
-    const values = phaseValues(m);
-    const total = values.queue + values.load + values.prefill + values.decode;
+    // The server's phase split (inference.engine.timing.phase_ms), in the order the phases happen.
+    const values = m.phase_ms || {};
+    const phases = Object.keys(values);
+    const total = phases.reduce((sum, key) => sum + values[key], 0);
     if (total <= 0) return nodes;
-    const summary = PHASES.map(([key, label]) => `${label} ${fmtMs(values[key])}`).join(" · ") + ` · total ${fmtMs(total)}`;
+    const summary = phases.map((key) => `${key} ${fmtMs(values[key])}`).join(" · ") + ` · total ${fmtMs(total)}`;
     const bar = el("div", "phase-bar");
     bar.title = summary;
     bar.setAttribute("role", "img");
     bar.setAttribute("aria-label", `Time by phase: ${summary}`);
     const legend = el("ul", "phase-legend");
     legend.setAttribute("aria-hidden", "true");  // the bar's label already says it
-    for (const [key, label] of PHASES) {
+    for (const key of phases) {
       const seg = el("span", `seg seg-${key}`);
       seg.style.width = `${(values[key] / total) * 100}%`;
-      seg.title = `${label} ${fmtMs(values[key])}`;
+      seg.title = `${key} ${fmtMs(values[key])}`;
       bar.append(seg);
       const item = el("li");
-      item.append(el("span", `dot seg-${key}`), `${label} ${fmtMs(values[key])}`);
+      item.append(el("span", `dot seg-${key}`), `${key} ${fmtMs(values[key])}`);
       legend.append(item);
     }
     nodes.push(bar, legend);
@@ -246,6 +210,7 @@
 
   function updateControls() {
     const active = activeOwnGen();
+    const connected = Boolean(socket) && socket.open;
     ui.send.disabled = !connected || Boolean(pending) || Boolean(active);
     ui.send.title = connected ? "" : "Waiting for the connection…";
     ui.stop.hidden = !active;
@@ -455,33 +420,15 @@
 
   /* ---------- WebSocket ---------- */
 
-  function setConnection(state, label) {
-    ui.status.dataset.state = state;
-    ui.status.textContent = label;
-  }
+  const sendFrame = (frame) => Boolean(socket) && socket.send(frame);
 
-  function sendFrame(frame) {
-    if (!socket || socket.readyState !== WebSocket.OPEN) return false;
-    socket.send(JSON.stringify(frame));
-    return true;
-  }
-
-  function connect() {
-    clearTimeout(retryTimer);
-    retryTimer = null;
-    const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + config.ws_path;
-    socket = new WebSocket(url);
-    socket.addEventListener("open", onOpen);
-    socket.addEventListener("message", onSocketMessage);
-    socket.addEventListener("close", onClose);
-  }
-
-  function onOpen() {
-    connected = true;
-    retryDelay = 1000;
-    setConnection("connected", "Connected");
-    if (everConnected) releaseAfterReconnect();
-    everConnected = true;
+  function onConnection(state, { reconnected }) {
+    if (reconnected) releaseAfterReconnect();
+    if (state !== "connected" && pending) {
+      pending.userEl.classList.add("unconfirmed");
+      pending = null;
+      showBanner("The connection dropped before your message was confirmed. Reload to check whether it was sent.", false);
+    }
     updateControls();
   }
 
@@ -493,27 +440,6 @@
       gen.own = false;
       setStatus(gen, "The connection dropped while answering. Reload the page if this answer doesn't finish.", { kind: "warning" });
     }
-  }
-
-  function onClose() {
-    connected = false;
-    socket = null;
-    if (pending) {
-      pending.userEl.classList.add("unconfirmed");
-      pending = null;
-      showBanner("The connection dropped before your message was confirmed. Reload to check whether it was sent.", false);
-    }
-    setConnection(everConnected ? "reconnecting" : "connecting", everConnected ? "Reconnecting…" : "Connecting…");
-    updateControls();
-    retryTimer = setTimeout(connect, retryDelay);
-    retryDelay = Math.min(retryDelay * 2, 10000);
-  }
-
-  function onSocketMessage(event) {
-    let msg;
-    try { msg = JSON.parse(event.data); } catch (e) { return; }
-    const handler = msg && HANDLERS[msg.type];
-    if (handler) handler(msg);
   }
 
   /* ---------- Start-up ---------- */
@@ -568,12 +494,10 @@
     for (const form of document.querySelectorAll("form[data-confirm]")) {
       form.addEventListener("submit", (e) => { if (!window.confirm(form.dataset.confirm)) e.preventDefault(); });
     }
-    // Back online after sleep or Wi-Fi loss: retry now instead of waiting out the backoff.
-    window.addEventListener("online", () => { if (retryTimer) connect(); });
-
     autoResize();
+    socket = new ReconnectingSocket(config.ws_path, { handlers: HANDLERS, status: ui.status, onState: onConnection });
     updateControls();
-    connect();
+    socket.start();
   }
 
   init();

@@ -1,18 +1,13 @@
-/* HomeAI latency dashboard: draws the server's Plotly figures (dashboard/charts.py) and keeps them
- * live from /ws/dashboard/. The feed carries metrics only; the one piece of text on this page, a
- * prompt preview the server already limited to its owner and admins, is set through textContent. */
+/* HomeAI latency dashboard: draws the server's Plotly figures (dashboard/latency/figures.py) and keeps
+ * them live from /ws/dashboard/. Every [data-chart="name"] element shows the payload's figures[name]:
+ * a new chart needs no code here. Only the charts the feed grows (timeline, throughput, steps) have
+ * their own. The feed carries metrics only; the one piece of text on this page, a prompt preview the
+ * server already limited to its owner and admins, is set through textContent. */
 (function () {
   "use strict";
 
-  const root = document.getElementById("dashboard");
-  const $ = (id) => document.getElementById(id);
-  const PHASES = ["queue", "load", "prefill", "decode"];
-  const PHASE_LABELS = { queue: "Queue", load: "Load", prefill: "Prefill", decode: "Decode", other: "Unfinished" };
-  const FALLBACK_COLORS = { queue: "#d99a1e", load: "#9b59d0", prefill: "#2b8fd6", decode: "#22a06b", other: "#9aa0ab" };
-  const ACTIVE = new Set(["queued", "running"]);
-  // The same cut as charts.timeline_rows: the newest rows that still share a readable time axis.
-  const TIMELINE_ROWS = 30;
-  const TIMELINE_WINDOW_S = 15 * 60;
+  const { $, el, readJson, setText, isNum, fmtMs, fmtRate, fmtInt, fmtBytes, fmtCount, ReconnectingSocket } = window.HomeAI;
+  const root = $("dashboard");
   const TABLE_ROWS = 50;
   const REFRESH_DELAY_MS = 800;
   const PLOT_CONFIG = {
@@ -21,77 +16,32 @@
   };
 
   if (!window.Plotly) return;
+  const charts = {};  // name -> element, for every [data-chart] on the page
+  for (const div of document.querySelectorAll("[data-chart]")) charts[div.dataset.chart] = div;
   if (!root) {
-    // A request's detail page: one static token chart.
-    const fig = readJson("token-figure");
-    const div = $("chart-tokens");
-    if (fig && div) {
-      div.classList.toggle("is-empty", !figureHasData(fig));
-      Plotly.newPlot(div, fig.data, themed(fig.layout || {}, "tokens"), PLOT_CONFIG);
-    }
+    // A request's detail page: its figures, drawn once.
+    const figures = readJson("chart-figures") || {};
+    for (const name of Object.keys(charts)) draw(name, figures[name]);
     return;
   }
 
+  // What this script reads from the server rather than mirrors: the timeline's phases, cut and
+  // sizes (figures.timeline_config), and which statuses are still in flight.
+  const config = readJson("dashboard-config") || {};
+  const timeline = config.timeline;
+  const ACTIVE = new Set(config.active);
   let data = readJson("dashboard-data") || {};
-  const colors = Object.assign({}, FALLBACK_COLORS, traceColors(data.figures && data.figures.timeline));
   const rows = new Map();   // id -> row of a request the server or the feed reported finished (or active at load)
   const live = new Map();   // id -> {row, starts: {phase: epoch s}, phase}: requests in flight, from the feed
+  const ended = new Map();  // id -> the live entry of a request the feed saw end, until the server's figure has it
   let selected = data.selected || null;
   let pinned = false;       // the reader chose a request: keep it instead of following the newest
-  let socket = null;
-  let everConnected = false;
-  let retryDelay = 1000;
-  let retryTimer = null;
   let refreshTimer = null;
   let refreshing = null;
 
-  const charts = {};
-  for (const div of root.querySelectorAll("[data-chart]")) charts[div.dataset.chart] = div;
+  /* ---------- Time ---------- */
 
-  function readJson(id) {
-    const node = $(id);
-    try { return node ? JSON.parse(node.textContent) : null; } catch (e) { return null; }
-  }
-
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text != null) node.textContent = text;
-    return node;
-  }
-
-  function traceColors(fig) {
-    const out = {};
-    for (const trace of (fig && fig.data) || []) {
-      if (trace.meta && trace.marker && typeof trace.marker.color === "string") out[trace.meta] = trace.marker.color;
-    }
-    return out;
-  }
-
-  /* ---------- Formatting ---------- */
-
-  const isNum = (v) => typeof v === "number" && Number.isFinite(v);
-  function fmtMs(ms) {
-    if (!isNum(ms)) return "–";
-    if (Math.abs(ms) < 10) return `${ms.toFixed(1)} ms`;
-    if (Math.abs(ms) < 1000) return `${Math.round(ms)} ms`;
-    return `${(ms / 1000).toFixed(2)} s`;
-  }
-  const fmtRate = (r) => (!isNum(r) ? "–" : r >= 100 ? Math.round(r).toLocaleString() : r.toFixed(1));
-  const fmtInt = (n) => (isNum(n) ? Math.round(n).toLocaleString() : "–");
-  function fmtBytes(n) {
-    if (!isNum(n)) return "–";
-    const units = [["GB", 1e9], ["MB", 1e6], ["kB", 1e3]];
-    for (const [unit, size] of units) if (n >= size) return `${(n / size).toFixed(n >= 100 * size ? 0 : 1)} ${unit}`;
-    return `${n} B`;
-  }
-  function fmtCount(n) {
-    if (!isNum(n)) return "–";
-    if (n >= 1e9) return `${(n / 1e9).toFixed(n >= 1e11 ? 0 : 1)} billion`;
-    if (n >= 1e6) return `${(n / 1e6).toFixed(n >= 1e8 ? 0 : 1)} million`;
-    return fmtInt(n);
-  }
-  // Wall-clock strings in the server's time zone, exactly as charts.wall() writes them.
+  // Wall-clock strings in the server's time zone, exactly as figures.wall() writes them.
   const wall = (t) => new Date((t + (data.utc_offset_s || 0)) * 1000).toISOString().slice(0, 23).replace("T", " ");
   const clock = (t) => wall(t).slice(11, 19);
 
@@ -126,7 +76,7 @@
     Plotly.react(div, fig.data, layout, PLOT_CONFIG);
   }
 
-  const axisKeys = (layout) => Object.keys(layout).filter((k) => /^[xy]axis\d*$/.test(k));
+  function axisKeys(layout) { return Object.keys(layout).filter((k) => /^[xy]axis\d*$/.test(k)); }
 
   // A chart that was empty gets its first points from the feed: bring its axes back.
   function markFilled(div) {
@@ -141,65 +91,60 @@
     return (fig.data || []).some((t) => Array.isArray(t.x) && t.x.some((v) => v !== null && v !== undefined));
   }
 
-  /* ---------- Timeline: finished rows from the server, growing rows from the feed ---------- */
+  /* ---------- Timeline: the server's bars for finished requests, growing bars from the feed ---------- */
 
-  function phaseSegments(row) {
-    let t = row.t_arrive;
-    if (!isNum(row.ttft_ms) || !isNum(row.queue_ms)) {
-      return isNum(row.t_end) && row.t_end > t ? [["other", t, (row.t_end - t) * 1000]] : [];
-    }
-    const v = (x) => (isNum(x) ? Math.max(x, 0) : 0);
-    const durations = {
-      queue: v(row.queue_ms), load: v(row.load_ms), prefill: v(row.prefill_ms),
-      decode: v(row.first_token_ms) + v(row.decode_ms),
-    };
-    return PHASES.map((phase) => {
-      const seg = [phase, t, durations[phase]];
-      t += durations[phase] / 1000;
-      return seg;
-    });
+  const rowLabel = (row) => timeline.row_label.replace("{id}", row.id).replace("{username}", row.username || "").trim();
+
+  function allRows() {
+    const all = new Map(rows);
+    for (const [id, entry] of live) all.set(id, entry.row);
+    return all;
   }
 
+  // The server's cut (stats.timeline_rows): the newest rows that still share a readable time axis.
+  function timelineRows() {
+    const newest = [...allRows().values()].sort((a, b) => b.t_arrive - a.t_arrive).slice(0, timeline.rows);
+    return newest.length ? newest.filter((r) => r.t_arrive >= newest[0].t_arrive - timeline.window_s) : [];
+  }
+
+  // A request the feed follows: each phase from its start to the next one's, the last to now (or its end).
   function liveSegments(entry, now) {
-    const order = PHASES.filter((p) => isNum(entry.starts[p]));
+    const order = timeline.phases.filter((p) => isNum(entry.starts[p]));
     return order.map((phase, i) => {
       const start = entry.starts[phase];
-      const end = i + 1 < order.length ? entry.starts[order[i + 1]] : Math.max(now, start);
+      const end = i + 1 < order.length ? entry.starts[order[i + 1]] : Math.max(entry.end ?? now, start);
       return [phase, start, (end - start) * 1000];
     });
   }
 
-  const rowLabel = (row) => `#${row.id} ${row.username || ""}`.trim();
-
+  // The server's figure, less the rows no longer shown, plus a growing bar for each request in flight.
   function timelineFigure() {
+    const base = (data.figures && data.figures.timeline) || { data: [], layout: {} };
+    const shown = timelineRows();
+    const fromServer = new Set(shown.map((r) => r.id).filter((id) => !live.has(id) && !ended.has(id)));
+    const traces = base.data.map((trace) => {
+      const keep = [];
+      (trace.customdata || []).forEach((id, i) => { if (fromServer.has(id)) keep.push(i); });
+      const pick = (key) => keep.map((i) => trace[key][i]);
+      return Object.assign({}, trace, { y: pick("y"), x: pick("x"), base: pick("base"), customdata: pick("customdata") });
+    });
+    const byPhase = new Map(traces.map((trace) => [trace.meta, trace]));
     const now = Date.now() / 1000;
-    const all = new Map(rows);
-    for (const [id, entry] of live) all.set(id, entry.row);
-    const newest = [...all.values()].sort((a, b) => b.t_arrive - a.t_arrive).slice(0, TIMELINE_ROWS);
-    const shown = newest.length ? newest.filter((r) => r.t_arrive >= newest[0].t_arrive - TIMELINE_WINDOW_S) : [];
-    const labels = shown.map(rowLabel);
-    const traces = {};
-    for (const phase of [...PHASES, "other"]) traces[phase] = { y: [], x: [], base: [], id: [] };
-    shown.forEach((row, i) => {
-      const entry = live.get(row.id);
-      for (const [phase, start, ms] of entry ? liveSegments(entry, now) : phaseSegments(row)) {
-        const trace = traces[phase];
-        trace.y.push(labels[i]);
+    for (const row of shown) {
+      const entry = live.get(row.id) || ended.get(row.id);
+      for (const [phase, start, ms] of entry ? liveSegments(entry, now) : []) {
+        const trace = byPhase.get(phase);
+        if (!trace) continue;
+        trace.y.push(rowLabel(row));
         trace.x.push(Math.round(ms * 1000) / 1000);
         trace.base.push(wall(start));
-        trace.id.push(row.id);
+        trace.customdata.push(row.id);
       }
-    });
-    const base = (data.figures && data.figures.timeline) || { layout: {} };
-    const traceList = [...PHASES, "other"].filter((p) => p !== "other" || traces.other.y.length).map((phase) => ({
-      type: "bar", name: PHASE_LABELS[phase], orientation: "h", meta: phase,
-      y: traces[phase].y, x: traces[phase].x, base: traces[phase].base, customdata: traces[phase].id,
-      marker: { color: colors[phase], line: { width: 0 } },
-      hovertemplate: `${PHASE_LABELS[phase]} %{x:,.1f} ms<br>request #%{customdata}<extra></extra>`,
-    }));
-    const layout = Object.assign({}, base.layout, { height: Math.max(220, 60 + 22 * shown.length) });
-    layout.yaxis = Object.assign({}, base.layout.yaxis, { categoryarray: labels });
-    return { data: traceList, layout };
+    }
+    const size = timeline.height;
+    const layout = Object.assign({}, base.layout, { height: Math.max(size.min, size.base + size.per_row * shown.length) });
+    layout.yaxis = Object.assign({}, base.layout.yaxis, { categoryarray: shown.map(rowLabel) });
+    return { data: traces, layout };
   }
 
   function renderTimeline() { draw("timeline", timelineFigure()); }
@@ -229,7 +174,7 @@
       rows.delete(ev.generation);
     }
     const phase = ev.phase === "queued" ? "queue" : ev.phase;
-    if (PHASES.includes(phase) && !isNum(entry.starts[phase])) entry.starts[phase] = phase === "queue" ? ev.t_arrive : ev.t;
+    if (timeline.phases.includes(phase) && !isNum(entry.starts[phase])) entry.starts[phase] = phase === "queue" ? ev.t_arrive : ev.t;
     entry.phase = phase;
     Object.assign(entry.row, { status: ev.status, prompt_tokens: ev.prompt_tokens, output_tokens: ev.output_tokens });
     renderTable();
@@ -240,6 +185,8 @@
     if (!matchesFilter(ev)) return;
     const previous = live.get(ev.generation);
     live.delete(ev.generation);
+    // Its bar stops growing here, and stays until the refresh brings the server's exact one.
+    if (previous) ended.set(ev.generation, Object.assign(previous, { end: ev.t }));
     const metrics = Object.assign({}, ev.metrics || {});
     delete metrics.token_times_ms;
     delete metrics.itl_ms;
@@ -311,8 +258,6 @@
 
   /* ---------- Panels outside the charts ---------- */
 
-  function setText(id, text) { const node = $(id); if (node) node.textContent = text; }
-
   function renderSummary(s) {
     if (!s) return;
     setText("kpi-requests", fmtInt(s.requests));
@@ -349,26 +294,6 @@
 
   function renderFit(fit) {
     setText("fit-text", fit ? fit.text : "Prompts of different lengths (warm, no model load) give the fit its slope.");
-  }
-
-  // How the scheduler treats a long prompt right now, with this machine's measured costs.
-  function sizingText(s) {
-    if (s.policy === "continuous") return "Policy continuous: a waiting prompt goes in whole, so every answer being written waits for it (llama-server's schedule).";
-    if (s.policy === "serial") return "Policy serial: one request at a time; the others wait their turn.";
-    const z = s.sizing;
-    if (!z) return "";
-    if (!z.n_decode) return "Policy chunked: nothing has been written yet; while no answer is being written, a prompt goes in whole.";
-    const answers = z.n_decode === 1 ? "1 answer" : `${z.n_decode} answers`;
-    if (z.mode === "fixed") {
-      return `Policy chunked, fixed budget: ${z.token_budget} tokens a step, decodes first, so beside ${answers} a long prompt goes in ${z.chunk}-token chunks.`;
-    }
-    const aim = z.mode === "stall"
-      ? `${z.stall_factor}× the ${fmtMs(z.decode_ms)} that ${answers} ${z.n_decode === 1 ? "takes" : "take"} alone (${fmtMs(z.target_ms)})`
-      : fmtMs(z.target_ms);
-    if (!isNum(z.prompt_token_ms)) {
-      return `Policy chunked: steps aim at ${aim}; the next long prompt's first ${z.chunk}-token chunk measures what a prompt token costs here.`;
-    }
-    return `Policy chunked: with ${answers} being written, steps aim at ${aim}; a prompt token adds ${fmtMs(z.prompt_token_ms)} beside them on this machine, so a long prompt goes in ${z.chunk}-token chunks.`;
   }
 
   // The staff policy switch: it asks every worker to change schedule; the pressed button
@@ -437,7 +362,7 @@
 
   function renderSystem(s) {
     if (!s) return;
-    setText("steps-sizing", sizingText(s));
+    setText("steps-sizing", s.sizing_text || "");  // text.sizing_text: how a long prompt is scheduled now
     renderPolicy(s.policy);
     setText("sys-running", fmtInt(s.running));
     setText("sys-waiting", fmtInt(s.waiting));
@@ -479,8 +404,7 @@
   function renderTable() {
     const body = $("requests-body");
     if (!body) return;
-    const all = new Map(rows);
-    for (const [id, entry] of live) all.set(id, entry.row);
+    const all = allRows();
     const list = [...all.values()].sort((a, b) => b.t_arrive - a.t_arrive).slice(0, TABLE_ROWS);
     const detail = root.dataset.detailUrl;
     body.replaceChildren(...list.map((row) => {
@@ -532,9 +456,17 @@
 
   /* ---------- Whole-page data: at load, and again after requests finish ---------- */
 
+  // The charts the feed keeps live are drawn their own way; every other one is figures[name] as is.
+  const LIVE_CHARTS = {
+    timeline: () => renderTimeline(),
+    // Steps stream in from the feed; redrawing them from Redis would only repeat what is shown.
+    steps: (fig, initial) => { if (initial) draw("steps", fig); },
+  };
+
   function apply(payload, { initial = false } = {}) {
     data = Object.assign(data, payload);
     rows.clear();
+    ended.clear();  // the payload's own timeline has every request it reports finished
     for (const row of payload.rows || []) {
       const entry = live.get(row.id);
       if (!ACTIVE.has(row.status)) {
@@ -549,10 +481,7 @@
     }
     selected = payload.selected ?? selected;
     const figures = payload.figures || {};
-    for (const name of ["throughput", "ttft", "itl", "tokens", "why"]) draw(name, figures[name]);
-    // Steps stream in from the feed; redrawing them from Redis would only repeat what is shown.
-    if (initial) draw("steps", figures.steps);
-    renderTimeline();
+    for (const name of Object.keys(charts)) (LIVE_CHARTS[name] || ((fig) => draw(name, fig)))(figures[name], initial);
     renderSummary(payload.summary);
     renderWhy(payload.why, payload.model_info, payload.hardware);
     renderFit(payload.fit);
@@ -612,37 +541,8 @@
     "system.status": renderSystem,
   };
 
-  function setConnection(state, label) {
-    const status = $("live-status");
-    status.dataset.state = state;
-    status.textContent = label;
-  }
-
-  function connect() {
-    clearTimeout(retryTimer);
-    retryTimer = null;
-    const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + root.dataset.wsPath;
-    socket = new WebSocket(url);
-    socket.addEventListener("open", () => {
-      retryDelay = 1000;
-      setConnection("connected", "Live");
-      // Events sent while we were away are gone: catch up once.
-      if (everConnected) scheduleRefresh(0);
-      everConnected = true;
-    });
-    socket.addEventListener("message", (event) => {
-      let msg;
-      try { msg = JSON.parse(event.data); } catch (e) { return; }
-      const handler = msg && HANDLERS[msg.type];
-      if (!handler) return;
-      try { handler(msg); } catch (e) { console.error("HomeAI: dashboard event failed", msg.type, e); }
-    });
-    socket.addEventListener("close", () => {
-      socket = null;
-      setConnection(everConnected ? "reconnecting" : "connecting", everConnected ? "Reconnecting…" : "Connecting…");
-      retryTimer = setTimeout(connect, retryDelay);
-      retryDelay = Math.min(retryDelay * 2, 10000);
-    });
+  function onConnection(state, { reconnected }) {
+    if (reconnected) scheduleRefresh(0);  // events sent while we were away are gone: catch up once
   }
 
   /* ---------- Start-up ---------- */
@@ -654,7 +554,8 @@
       const id = point && (Array.isArray(point.customdata) ? point.customdata[0] : point.customdata);
       if (isNum(id)) select(id);
     };
-    for (const name of ["timeline", "throughput", "ttft"]) if (charts[name]) charts[name].on("plotly_click", onPick);
+    // data-pick: the chart's customdata are request ids, and a click shows that request's tokens.
+    for (const div of Object.values(charts)) if ("pick" in div.dataset && div.on) div.on("plotly_click", onPick);
     $("requests-body").addEventListener("click", (event) => {
       if (event.target.closest("a")) return;
       const tr = event.target.closest("tr[data-generation]");
@@ -677,11 +578,11 @@
       }
     };
     if (scheme.addEventListener) scheme.addEventListener("change", retheme);
-    window.addEventListener("online", () => { if (retryTimer) connect(); });
     document.addEventListener("visibilitychange", () => { if (!document.hidden && live.size) renderTimeline(); });
     wirePolicySwitch();
     wireDemo();
-    connect();
+    const status = $("live-status");
+    new ReconnectingSocket(root.dataset.wsPath, { handlers: HANDLERS, status, labels: { connected: "Live" }, onState: onConnection }).start();
   }
 
   init();

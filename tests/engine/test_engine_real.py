@@ -11,6 +11,7 @@ from django.conf import settings
 
 from inference.engine.budget import StepCostModel
 from inference.engine.engine import Engine
+from inference.engine.events import DoneEvent, EngineEvent, FinalEvent, PhaseEvent, TokenEvent
 from inference.engine.runner import Runner, RunnerConfig
 from inference.engine.scheduler import Scheduler
 from inference.engine.sequence import SamplingParams, Sequence
@@ -39,27 +40,35 @@ def make_seq(seq_id: int, text: str, params: SamplingParams = GREEDY, history: l
     return Sequence(seq_id=seq_id, messages=messages, params=params, clock=PhaseClock(t_arrive=now_ns()))
 
 
-def events_until_end(seq: Sequence, timeout: float = 120) -> list:
+def events_until_end(seq: Sequence, timeout: float = 120) -> list[EngineEvent]:
     deadline = time.monotonic() + timeout
     out = []
     while True:
         ev = seq.events.get(timeout=max(deadline - time.monotonic(), 0.01))
         out.append(ev)
-        if ev.kind in ("done", "error"):
+        if isinstance(ev, FinalEvent):
             return out
 
 
-def wait_event(seq: Sequence, predicate, timeout: float = 120) -> list:
+def wait_event(seq: Sequence, predicate, timeout: float = 120) -> list[EngineEvent]:
     deadline = time.monotonic() + timeout
     seen = []
     while True:
         try:
             ev = seq.events.get(timeout=max(deadline - time.monotonic(), 0.01))
         except queue.Empty:
-            raise TimeoutError(f"no matching event; saw {[e.kind for e in seen][-5:]}") from None
+            raise TimeoutError(f"no matching event; saw {[type(e).__name__ for e in seen][-5:]}") from None
         seen.append(ev)
         if predicate(ev):
             return seen
+
+
+def is_token(ev: EngineEvent) -> bool:
+    return isinstance(ev, TokenEvent)
+
+
+def is_prefill(ev: EngineEvent) -> bool:
+    return isinstance(ev, PhaseEvent) and ev.phase == "prefill"
 
 
 def assert_all_slots_free(engine: Engine) -> None:
@@ -82,8 +91,8 @@ def test_four_concurrent_generations_all_complete(policy):
         for seq in seqs:
             engine.submit(seq)
         dones = [events_until_end(seq)[-1] for seq in seqs]
-        assert all(d.kind == "done" for d in dones)
-        assert all(d.data["metrics"]["output_tokens"] >= 1 for d in dones)
+        assert all(isinstance(d, DoneEvent) for d in dones)
+        assert all(d.metrics["output_tokens"] >= 1 for d in dones)
         steps = list(engine.steps)
         concurrent = max(len(set(s["seqs"])) for s in steps)
         assert concurrent == 1 if policy == "serial" else concurrent >= 2
@@ -124,43 +133,43 @@ def test_a_prompt_prefilled_beside_others_gets_its_own_logits_not_theirs(chunked
 def test_cancel_mid_prefill_frees_the_slot_within_a_step(chunked):
     seq = make_seq(20, "Summarise this document:\n" + DOCUMENT, SamplingParams(max_tokens=50, temperature=0))
     chunked.submit(seq)
-    wait_event(seq, lambda e: e.kind == "phase" and e.data["phase"] == "prefill")
+    wait_event(seq, is_prefill)
     assert seq.in_prefill
     chunked.cancel(seq.seq_id)
     done = events_until_end(seq)[-1]
-    assert done.kind == "done" and done.data["finish_reason"] == "cancelled"
-    assert done.data["metrics"]["output_tokens"] == 0
+    assert isinstance(done, DoneEvent) and done.finish_reason == "cancelled"
+    assert done.metrics["output_tokens"] == 0
     assert_all_slots_free(chunked)
     after = make_seq(21, "Hello")
     chunked.submit(after)
-    assert events_until_end(after)[-1].kind == "done"
+    assert isinstance(events_until_end(after)[-1], DoneEvent)
 
 
 def test_cancel_mid_decode_keeps_the_text_so_far_and_frees_the_slot(chunked):
     seq = make_seq(30, "Count from one to one hundred.", SamplingParams(max_tokens=400, temperature=0))
     chunked.submit(seq)
-    seen = wait_event(seq, lambda e: e.kind == "token" and e.data["text"].strip())
+    seen = wait_event(seq, lambda e: isinstance(e, TokenEvent) and e.text.strip())
     chunked.cancel(seq.seq_id)
     rest = events_until_end(seq)
     done = rest[-1]
-    tokens = [e for e in seen + rest if e.kind == "token"]
-    assert done.data["finish_reason"] == "cancelled"
-    assert done.data["text"] == "".join(e.data["text"] for e in tokens)
-    assert 1 <= done.data["metrics"]["output_tokens"] < 400
+    tokens = [e for e in seen + rest if isinstance(e, TokenEvent)]
+    assert done.finish_reason == "cancelled"
+    assert done.text == "".join(e.text for e in tokens)
+    assert 1 <= done.metrics["output_tokens"] < 400
     assert_all_slots_free(chunked)
 
 
 def test_a_follow_up_reuses_the_cached_history_instead_of_evaluating_it_again(chunked):
     first = make_seq(40, "My favourite colour is green. Remember it.")
     chunked.submit(first)
-    answer = events_until_end(first)[-1].data["text"]
+    answer = events_until_end(first)[-1].text
     history = [
         {"role": "user", "content": "My favourite colour is green. Remember it."},
         {"role": "assistant", "content": answer},
     ]
     follow = make_seq(41, "What is my favourite colour?", history=history)
     chunked.submit(follow)
-    metrics = events_until_end(follow)[-1].data["metrics"]
+    metrics = events_until_end(follow)[-1].metrics
     assert metrics["cached_tokens"] >= first.prompt_len - 1
     assert metrics["prompt_tokens"] - metrics["cached_tokens"] < metrics["prompt_tokens"] // 2
     # Same prompt in a fresh engine state gives the same first-token choice.
@@ -182,7 +191,7 @@ def test_chunked_prefill_keeps_every_step_within_the_budget_while_others_decode(
     for seq in chatters:
         chunked.submit(seq)
     for seq in chatters:
-        wait_event(seq, lambda e: e.kind == "token")
+        wait_event(seq, is_token)
     doc = make_seq(60, "Summarise:\n" + DOCUMENT, SamplingParams(max_tokens=4, temperature=0))
     start = len(chunked.steps)
     chunked.submit(doc)
@@ -208,7 +217,7 @@ def test_a_stall_target_sizes_chunks_from_what_this_machine_measured():
             engine.submit(seq)
         for seq in chatters:
             for _ in range(4):
-                wait_event(seq, lambda e: e.kind == "token")
+                wait_event(seq, is_token)
         doc = make_seq(90, "Summarise:\n" + DOCUMENT, SamplingParams(max_tokens=2, temperature=0))
         engine.submit(doc)
         events_until_end(doc)
@@ -232,7 +241,7 @@ def test_a_question_asked_while_a_document_is_read_goes_first_only_under_chunked
     try:
         doc = make_seq(95, "Summarise:\n" + DOCUMENT, SamplingParams(max_tokens=2, temperature=0))
         engine.submit(doc)
-        wait_event(doc, lambda e: e.kind == "phase" and e.data.get("phase") == "prefill")
+        wait_event(doc, is_prefill)
         question = make_seq(96, "What is two and two?", SamplingParams(max_tokens=2, temperature=0))
         engine.submit(question)
         events_until_end(question)
@@ -253,7 +262,7 @@ def test_serial_tells_waiting_requests_their_queue_position():
         for seq in seqs:
             engine.submit(seq)
         last = events_until_end(seqs[2])
-        positions = [e.data["position"] for e in last if e.kind == "phase" and e.data["phase"] == "queued"]
+        positions = [e.position for e in last if isinstance(e, PhaseEvent) and e.phase == "queued"]
         assert positions and positions[0] >= 1 and positions == sorted(positions, reverse=True)
         for seq in seqs[:2]:
             events_until_end(seq)

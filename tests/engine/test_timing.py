@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from inference.engine.timing import NS_PER_MS, PhaseClock
+from inference.engine.timing import NS_PER_MS, PHASES, PhaseClock, phase_ms
 
 MS = NS_PER_MS
 
@@ -41,3 +41,9 @@ def test_an_answer_with_no_tokens_ends_when_the_end_of_turn_is_sampled():
     m = clock.metrics(prompt_tokens=10, cached_tokens=0)
     assert m["output_tokens"] == 0 and m["ttft_ms"] == 25 and m["e2e_ms"] == 25
     assert m["output_tps"] is None and m["tpot_ms"] is None
+
+
+def test_phase_ms_puts_the_first_token_in_decode_and_never_goes_negative():
+    metrics = {"queue_ms": 5.0, "load_ms": None, "prefill_ms": 90.0, "first_token_ms": 7.0, "decode_ms": -1.0}
+    assert phase_ms(metrics) == {"queue": 5.0, "load": 0.0, "prefill": 90.0, "decode": 6.0}
+    assert list(phase_ms(metrics)) == list(PHASES)

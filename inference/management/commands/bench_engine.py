@@ -1,4 +1,7 @@
-"""python manage.py bench_engine: engine throughput per policy and the interference scenario."""
+"""python manage.py bench_engine: engine throughput per policy and the interference scenario.
+
+The benchmark itself is bench/engine.py; this turns the options into its configuration.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from inference.bench import BenchConfig, markdown, run_all, write_outputs
+from bench.engine import BenchConfig, markdown, run_all, write_outputs
 
 
 class Command(BaseCommand):

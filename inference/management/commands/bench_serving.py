@@ -1,4 +1,7 @@
-"""python manage.py bench_serving: HomeAI, peer servers and the raw engine, measured side by side."""
+"""python manage.py bench_serving: HomeAI, peer servers and the raw engine, measured side by side.
+
+The benchmark itself is bench/serving.py; this parses the options and manages the temporary key.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from inference import bench_serving as bench
+from bench import serving
+from inference.api.keys import api_key_create, api_key_revoke
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -73,12 +77,12 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request drowns the progress
         try:
-            targets = [bench.parse_target(t) for t in opts["target"]]
-            goodput = bench.parse_goodput(opts["goodput"])
+            targets = [serving.parse_target(t) for t in opts["target"]]
+            goodput = serving.parse_goodput(opts["goodput"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         if opts["raw"]:
-            targets.append(bench.Target(name=bench.RAW))
+            targets.append(serving.Target(name=serving.RAW))
         model_path = Path(opts["model_path"])
         if not model_path.is_file():
             raise CommandError(f"The model file {model_path} does not exist (python manage.py prepare_model).")
@@ -89,20 +93,20 @@ class Command(BaseCommand):
                 log_path = Path(settings.DATA_DIR) / "logs" / "llama-cpp-server.log"
                 log_path.parent.mkdir(parents=True, exist_ok=True)
                 self.stderr.write(f"starting llama-cpp-python's server ({opts['threads']} threads), log: {log_path}")
-                server, url = bench.start_llama_cpp_server(
+                server, url = serving.start_llama_cpp_server(
                     model_path,
                     threads=opts["threads"],
                     n_ctx=opts["context"],
                     port=opts["llama_cpp_port"],
                     log_path=log_path,
                 )
-                targets.append(bench.Target(name="llama-cpp-python", url=url))
+                targets.append(serving.Target(name="llama-cpp-python", url=url))
             if not targets:
                 raise CommandError("Nothing to measure: give --target NAME=URL, --raw and/or --llama-cpp-server.")
             self._apply_keys(targets, opts["api_key"])
             if opts["create_key"]:
                 created = self._create_key(opts["create_key"], targets)
-            cfg = bench.ServingConfig(
+            cfg = serving.ServingConfig(
                 targets=targets,
                 model_path=model_path,
                 threads=opts["threads"],
@@ -121,22 +125,20 @@ class Command(BaseCommand):
                 warmup=not opts["no_warmup"],
             )
             try:
-                result = bench.run(cfg, log=lambda msg: self.stderr.write(msg))
+                result = serving.run(cfg, log=lambda msg: self.stderr.write(msg))
             except RuntimeError as exc:
                 raise CommandError(str(exc)) from None
         finally:
             if server is not None:
-                bench.stop_process(server)
+                serving.stop_process(server)
             if created is not None:
-                from inference.api.keys import api_key_revoke
-
                 api_key_revoke(user=created.user, key_id=created.id)
-        json_path, html_path = bench.write_outputs(result, Path(opts["out"]))
-        self.stdout.write(bench.markdown(result))
+        json_path, html_path = serving.write_outputs(result, Path(opts["out"]))
+        self.stdout.write(serving.markdown(result))
         self.stdout.write(f"\nWrote {json_path} and {html_path} in {result['seconds']:.0f} s.")
 
     @staticmethod
-    def _apply_keys(targets: list[bench.Target], specs: list[str]) -> None:
+    def _apply_keys(targets: list[serving.Target], specs: list[str]) -> None:
         by_name = {t.name: t for t in targets}
         for spec in specs:
             name, sep, key = spec.partition("=")
@@ -150,9 +152,7 @@ class Command(BaseCommand):
                         target.api_key = target.api_key or spec
 
     @staticmethod
-    def _create_key(username: str, targets: list[bench.Target]):
-        from inference.api.keys import api_key_create
-
+    def _create_key(username: str, targets: list[serving.Target]):
         User = get_user_model()
         user = User.objects.filter(**{User.USERNAME_FIELD: username}).first()
         if user is None:

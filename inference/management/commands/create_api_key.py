@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from inference.api.keys import api_key_create
-from inference.services import ClientError
+from inference.errors import ClientError
 
 
 class Command(BaseCommand):

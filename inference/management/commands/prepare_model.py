@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from inference.worker import ensure_bundled_model
+from inference.model_library import ensure_bundled_model
 
 
 class Command(BaseCommand):

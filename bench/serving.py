@@ -1,0 +1,636 @@
+"""Serving benchmark: OpenAI-compatible servers and the raw engine, measured side by side.
+
+After vLLM's benchmark_serving: streaming requests with prompts of a controlled length, at a
+fixed concurrency (or a Poisson request rate), timed at the client. For each target it
+reports TTFT, TPOT (first token excluded), ITL (every gap, pooled over requests) and
+end-to-end latency (mean, p50, p90, p99), output tokens/s, requests/s and goodput.
+
+Targets run interleaved: each round sends the same prompts to every target, in an order
+that rotates, so a noisy neighbour on a shared machine hurts all of them alike.
+
+The "raw" target is llama-cpp-python's `Llama.generate` loop in this process, with the same
+model and threads, one request at a time: the ceiling no server on this box can beat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import math
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import httpx
+import llama_cpp
+import plotly.graph_objects as go
+
+from bench.report import figure, machine, num, percentile, table, write
+
+RAW = "raw"
+SLO_NAMES = ("ttft_ms", "tpot_ms", "e2e_ms")
+PERCENTILES = (50, 90, 99)
+
+# Plain words for synthetic prompts: unrelated words make every prompt different from its
+# first token on, so no server can reuse a cached prefix between requests.
+WORDS = (
+    "river stone garden window letter summer market winter engine silver planet harbor forest candle "
+    "bridge meadow pocket thunder library mirror village orchard lantern compass island ribbon "
+    "mountain kettle violin feather canyon blanket station pepper castle tunnel comet pillow "
+    "glacier theatre marble copper saddle velvet anchor beacon cellar cotton dragon falcon "
+    "garlic hammer jungle ladder magnet needle oyster parrot quartz rocket shadow timber "
+    "umbrella valley walnut yellow zebra basket cactus desert emerald fountain gravel helmet "
+    "iceberg jacket kitten lemon mango nectar olive puzzle quiver raven sponge tiger "
+    "the a of and to in is was for on with as at by from"
+).split()
+
+
+# --- configuration ------------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    name: str
+    url: str | None = None  # an OpenAI-compatible base URL ending in /v1; None for the raw engine
+    api_key: str | None = None
+
+    @property
+    def is_raw(self) -> bool:
+        return self.url is None
+
+
+@dataclass
+class ServingConfig:
+    targets: list[Target]
+    model_path: Path
+    threads: int
+    n_ctx: int = 4096
+    endpoint: str = "completions"  # or "chat"
+    prompt_tokens: int = 128
+    output_tokens: int = 64
+    num_prompts: int = 16
+    rounds: int = 4
+    concurrency: tuple[int, ...] = (1,)
+    request_rate: float = math.inf
+    seed: int = 0
+    goodput: dict[str, float] = field(default_factory=dict)
+    tokenizer: str = "model"  # or "words"
+    model_id: str | None = None
+    timeout_s: float = 600.0
+    warmup: bool = True
+
+
+def parse_goodput(text: str | None) -> dict[str, float]:
+    """ "ttft_ms=500,tpot_ms=50" -> {"ttft_ms": 500.0, "tpot_ms": 50.0}."""
+    limits: dict[str, float] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        name, _, value = part.partition("=")
+        name = name.strip()
+        if name not in SLO_NAMES:
+            raise ValueError(f"Unknown goodput limit {name!r}; use {', '.join(SLO_NAMES)}.")
+        try:
+            limits[name] = float(value)
+        except ValueError:
+            raise ValueError(f"The goodput limit {name} needs a number of milliseconds, not {value!r}.") from None
+    return limits
+
+
+def parse_target(text: str) -> Target:
+    """ "raw", or "NAME=URL" (URL: an OpenAI-compatible base URL such as http://127.0.0.1:8000/v1)."""
+    if text.strip() == RAW:
+        return Target(name=RAW)
+    name, sep, url = text.partition("=")
+    if not sep or not name.strip() or not url.startswith(("http://", "https://")):
+        raise ValueError(f"A target is 'raw' or NAME=URL, e.g. homeai=http://127.0.0.1:8000/v1 (got {text!r}).")
+    return Target(name=name.strip(), url=url.rstrip("/"))
+
+
+# --- prompts ---------------------------------------------------------------------------------
+
+
+class Tokenizer:
+    """Counts tokens with the model's own vocabulary (no weights loaded), or counts words."""
+
+    def __init__(self, model_path: Path, kind: str = "model"):
+        self.kind = kind
+        self._llm = None
+        if kind == "model":
+            self._llm = llama_cpp.Llama(model_path=str(model_path), vocab_only=True, verbose=False)
+
+    def encode(self, text: str) -> list[int]:
+        if self._llm is None:
+            return list(range(len(text.split())))
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+
+    def decode(self, tokens: list[int]) -> str:
+        return self._llm.detokenize(tokens).decode("utf-8", errors="ignore")
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text))
+
+    def cut(self, text: str, n: int) -> str:
+        if self._llm is None:
+            return " ".join(text.split()[:n])
+        return self.decode(self.encode(text)[:n])
+
+
+def make_prompts(tokenizer: Tokenizer, *, n: int, length: int, seed: int) -> list[str]:
+    """n different prompts of `length` tokens each (random words, reproducible from the seed)."""
+    rng = random.Random(seed)
+    prompts = []
+    for i in range(n):
+        words = [f"{i}."]
+        while tokenizer.count(" ".join(words)) < length:
+            words += rng.choices(WORDS, k=max(8, length // 4))
+        prompts.append(tokenizer.cut(" ".join(words), length))
+    return prompts
+
+
+# --- one request --------------------------------------------------------------------------------
+
+
+@dataclass
+class RequestResult:
+    target: str
+    ok: bool
+    error: str = ""
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    ttft_s: float | None = None
+    e2e_s: float | None = None
+    itl_s: list[float] = field(default_factory=list)
+    text: str = ""
+    server_timings: dict | None = None
+
+    @property
+    def tpot_s(self) -> float | None:
+        if self.output_tokens < 2 or self.ttft_s is None or self.e2e_s is None:
+            return None
+        return (self.e2e_s - self.ttft_s) / (self.output_tokens - 1)
+
+
+def request_body(cfg: ServingConfig, prompt: str) -> dict:
+    body: dict = {
+        "max_tokens": cfg.output_tokens,
+        "temperature": 0,
+        "repeat_penalty": 1.0,  # llama.cpp's extension; greedy and unpenalised everywhere
+        "ignore_eos": True,  # same output length for every request (servers that ignore it may stop early)
+        "seed": cfg.seed,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if cfg.model_id:
+        body["model"] = cfg.model_id
+    if cfg.endpoint == "chat":
+        body["messages"] = [{"role": "user", "content": prompt}]
+    else:
+        body["prompt"] = prompt
+    return body
+
+
+def chunk_text(data: dict, chat: bool) -> str:
+    choices = data.get("choices") or []
+    if not choices:
+        return ""
+    if chat:
+        return (choices[0].get("delta") or {}).get("content") or ""
+    return choices[0].get("text") or ""
+
+
+async def http_request(client, target: Target, cfg: ServingConfig, prompt: str, tokenizer: Tokenizer) -> RequestResult:
+    """One streamed request, timed at the client: a token is a chunk that carries text."""
+    chat = cfg.endpoint == "chat"
+    path = "/chat/completions" if chat else "/completions"
+    headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
+    headers["X-Client-Name"] = "bench_serving"
+    result = RequestResult(target=target.name, ok=False, prompt_tokens=tokenizer.count(prompt) + 1)
+    pieces: list[str] = []
+    times: list[float] = []
+    usage = None
+    start = time.perf_counter()
+    try:
+        async with client.stream(
+            "POST", target.url + path, json=request_body(cfg, prompt), headers=headers, timeout=cfg.timeout_s
+        ) as response:
+            if response.status_code != 200:
+                body = (await response.aread()).decode("utf-8", errors="replace")
+                result.error = f"HTTP {response.status_code}: {body[:300]}"
+                return result
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    break
+                data = json.loads(payload)
+                if "error" in data:
+                    result.error = str(data["error"].get("message", data["error"]))
+                    return result
+                now = time.perf_counter()
+                text = chunk_text(data, chat)
+                if text:
+                    pieces.append(text)
+                    times.append(now)
+                if data.get("usage"):
+                    usage = data["usage"]
+                if data.get("timings"):
+                    result.server_timings = data["timings"]
+    except Exception as exc:  # a failed request is a result, not the end of the run
+        result.error = f"{type(exc).__name__}: {exc}"
+        return result
+    end = time.perf_counter()
+    result.text = "".join(pieces)
+    if not times:
+        result.error = "no text came back"
+        return result
+    result.ok = True
+    result.ttft_s = times[0] - start
+    result.e2e_s = end - start
+    result.itl_s = [b - a for a, b in zip(times, times[1:], strict=False)]
+    if usage and usage.get("completion_tokens"):
+        result.output_tokens = int(usage["completion_tokens"])
+    elif tokenizer.kind == "model":
+        result.output_tokens = max(tokenizer.count(result.text), len(times))
+    else:
+        result.output_tokens = len(times)
+    return result
+
+
+class RawEngine:
+    """llama-cpp-python's high-level `Llama.generate` loop in this process, one request at a time."""
+
+    def __init__(self, cfg: ServingConfig):
+        self.llm = llama_cpp.Llama(
+            model_path=str(cfg.model_path),
+            n_ctx=cfg.n_ctx,
+            n_batch=512,
+            n_threads=cfg.threads,
+            n_threads_batch=cfg.threads,
+            verbose=False,
+        )
+        # One thread: a llama.cpp context serves one caller at a time; later requests queue.
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="raw-engine")
+
+    def _is_eog(self, token: int) -> bool:
+        try:
+            return bool(llama_cpp.llama_vocab_is_eog(self.llm._model.vocab, token))
+        except AttributeError:
+            return token == self.llm.token_eos()
+
+    def _run(self, prompt: str, max_tokens: int, chat: bool, start: float) -> RequestResult:
+        result = RequestResult(target=RAW, ok=False)
+        if chat:
+            prompt = f"<start_of_turn>user\n{prompt}<end_of_turn>\n<start_of_turn>model\n"
+        tokens = self.llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+        result.prompt_tokens = len(tokens)
+        times: list[float] = []
+        for token in self.llm.generate(tokens, temp=0.0, repeat_penalty=1.0, reset=True):
+            now = time.perf_counter()
+            if self._is_eog(token):
+                break
+            times.append(now)
+            if len(times) >= max_tokens:
+                break
+        end = time.perf_counter()
+        if not times:
+            result.error = "no tokens"
+            return result
+        result.ok = True
+        result.output_tokens = len(times)
+        result.ttft_s = times[0] - start
+        result.e2e_s = end - start
+        result.itl_s = [b - a for a, b in zip(times, times[1:], strict=False)]
+        return result
+
+    async def request(self, cfg: ServingConfig, prompt: str) -> RequestResult:
+        start = time.perf_counter()  # before the queue: waiting for the engine is part of TTFT
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self.pool, self._run, prompt, cfg.output_tokens, cfg.endpoint == "chat", start
+        )
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+        self.llm.close()
+
+
+# --- load patterns ------------------------------------------------------------------------------
+
+
+def arrival_gaps(n: int, rate: float, rng: random.Random) -> list[float]:
+    """Seconds between sends: Poisson arrivals at `rate` per second, or all at once (inf)."""
+    if not math.isfinite(rate) or rate <= 0:
+        return [0.0] * n
+    return [0.0] + [rng.expovariate(rate) for _ in range(n - 1)]
+
+
+async def drive(
+    send: Callable, prompts: list[str], *, concurrency: int, gaps: list[float]
+) -> tuple[float, list[RequestResult]]:
+    """Send every prompt after its gap, at most `concurrency` in flight; the wall time and results."""
+    limit = asyncio.Semaphore(max(concurrency, 1))
+    tasks = []
+    start = time.perf_counter()
+
+    async def one(prompt: str) -> RequestResult:
+        async with limit:
+            return await send(prompt)
+
+    for prompt, gap in zip(prompts, gaps, strict=True):
+        if gap:
+            await asyncio.sleep(gap)
+        tasks.append(asyncio.create_task(one(prompt)))
+    results = await asyncio.gather(*tasks)
+    return time.perf_counter() - start, list(results)
+
+
+# --- statistics ---------------------------------------------------------------------------------
+
+
+def _stats(values: list[float]) -> dict:
+    mean = statistics.fmean(values) if values else None
+    return {"mean": mean, **{f"p{p}": percentile(values, p) for p in PERCENTILES}}
+
+
+def meets(result: RequestResult, limits: dict[str, float]) -> bool:
+    if not result.ok:
+        return False
+    values = {
+        "ttft_ms": result.ttft_s * 1000,
+        "tpot_ms": None if result.tpot_s is None else result.tpot_s * 1000,
+        "e2e_ms": result.e2e_s * 1000,
+    }
+    return all(values[name] is None or values[name] <= limit for name, limit in limits.items())
+
+
+def summarize(results: list[RequestResult], duration_s: float, limits: dict[str, float]) -> dict:
+    """vLLM's definitions: TPOT per request excludes the first token; ITL pools every gap."""
+    ok = [r for r in results if r.ok]
+    output = sum(r.output_tokens for r in ok)
+    good = sum(1 for r in ok if meets(r, limits)) if limits else None
+    return {
+        "completed": len(ok),
+        "failed": len(results) - len(ok),
+        "errors": sorted({r.error for r in results if not r.ok})[:5],
+        "duration_s": duration_s,
+        "prompt_tokens_mean": _stats([r.prompt_tokens for r in ok])["mean"],
+        "output_tokens_total": output,
+        "output_tokens_mean": output / len(ok) if ok else None,
+        "output_tps": output / duration_s if duration_s > 0 else None,
+        "request_rps": len(ok) / duration_s if duration_s > 0 else None,
+        "goodput_rps": good / duration_s if good is not None and duration_s > 0 else None,
+        "goodput_share": good / len(results) if good is not None and results else None,
+        "ttft_ms": _stats([r.ttft_s * 1000 for r in ok]),
+        "tpot_ms": _stats([r.tpot_s * 1000 for r in ok if r.tpot_s is not None]),
+        "itl_ms": _stats([gap * 1000 for r in ok for gap in r.itl_s]),
+        "e2e_ms": _stats([r.e2e_s * 1000 for r in ok]),
+        "server_ttft_ms_mean": _stats(
+            [r.server_timings["ttft_ms"] for r in ok if r.server_timings and r.server_timings.get("ttft_ms")]
+        )["mean"],
+    }
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+async def _run_async(
+    cfg: ServingConfig, prompts: list[str], tokenizer: Tokenizer, raw: RawEngine | None, log
+) -> list[dict]:
+    limits = httpx.Limits(max_connections=max(cfg.concurrency) * 2 + 4, max_keepalive_connections=0)
+    async with httpx.AsyncClient(limits=limits, timeout=cfg.timeout_s) as client:
+
+        def sender(target: Target):
+            if target.is_raw:
+                return lambda prompt: raw.request(cfg, prompt)
+            return lambda prompt: http_request(client, target, cfg, prompt, tokenizer)
+
+        if cfg.warmup:
+            for target in cfg.targets:
+                log(f"warm-up: {target.name}")
+                warm = await sender(target)("Hello, this is a warm-up request.")
+                if not warm.ok:
+                    raise RuntimeError(f"The target {target.name} failed its warm-up request: {warm.error}")
+
+        scenarios = []
+        rng = random.Random(cfg.seed)
+        rounds = max(1, min(cfg.rounds, len(prompts)))
+        for concurrency in cfg.concurrency:
+            collected = {t.name: [] for t in cfg.targets}
+            durations = {t.name: 0.0 for t in cfg.targets}
+            for r in range(rounds):
+                batch = prompts[r * len(prompts) // rounds : (r + 1) * len(prompts) // rounds]
+                gaps = arrival_gaps(len(batch), cfg.request_rate, rng)  # the same schedule for every target
+                order = cfg.targets[r % len(cfg.targets) :] + cfg.targets[: r % len(cfg.targets)]
+                for target in order:
+                    log(f"concurrency {concurrency}, round {r + 1}/{rounds}: {target.name} ({len(batch)} requests)")
+                    seconds, results = await drive(sender(target), batch, concurrency=concurrency, gaps=gaps)
+                    durations[target.name] += seconds
+                    collected[target.name] += results
+            scenarios.append(
+                {
+                    "concurrency": concurrency,
+                    "request_rate": None if math.isinf(cfg.request_rate) else cfg.request_rate,
+                    "targets": {
+                        name: summarize(results, durations[name], cfg.goodput) for name, results in collected.items()
+                    },
+                    "requests": {
+                        name: [
+                            {
+                                "ok": x.ok,
+                                "error": x.error,
+                                "prompt_tokens": x.prompt_tokens,
+                                "output_tokens": x.output_tokens,
+                                "ttft_ms": None if x.ttft_s is None else x.ttft_s * 1000,
+                                "e2e_ms": None if x.e2e_s is None else x.e2e_s * 1000,
+                                "itl_ms": [g * 1000 for g in x.itl_s],
+                                "server_timings": x.server_timings,
+                            }
+                            for x in results
+                        ]
+                        for name, results in collected.items()
+                    },
+                }
+            )
+    return scenarios
+
+
+def run(cfg: ServingConfig, log: Callable[[str], None] = print) -> dict:
+    """Run every scenario against every target; returns the JSON-ready result."""
+    started = time.time()
+    tokenizer = Tokenizer(cfg.model_path, cfg.tokenizer)
+    prompts = make_prompts(tokenizer, n=cfg.num_prompts, length=cfg.prompt_tokens, seed=cfg.seed)
+    raw = RawEngine(cfg) if any(t.is_raw for t in cfg.targets) else None
+    try:
+        scenarios = asyncio.run(_run_async(cfg, prompts, tokenizer, raw, log))
+    finally:
+        if raw is not None:
+            raw.close()
+    config = asdict(cfg)
+    config["model_path"] = str(cfg.model_path)
+    config["request_rate"] = None if math.isinf(cfg.request_rate) else cfg.request_rate
+    for target in config["targets"]:
+        target["api_key"] = "…" if target["api_key"] else None  # never write a secret into a report
+    return {
+        "machine": machine(cpus=os.cpu_count()),
+        "model": cfg.model_path.name,
+        "config": config,
+        "scenarios": scenarios,
+        "seconds": time.time() - started,
+    }
+
+
+# --- llama-cpp-python's own server ----------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_llama_cpp_server(
+    model_path: Path, *, threads: int, n_ctx: int, port: int | None = None, log_path: Path | None = None
+) -> tuple[subprocess.Popen, str]:
+    """Start `python -m llama_cpp.server` on the model; returns the process and its /v1 URL.
+
+    --interrupt_requests False: by default a new request cuts off the one streaming, which
+    would turn a concurrency test into a test of interruptions.
+    """
+    port = port or free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model_path),
+        "--n_threads",
+        str(threads),
+        "--n_threads_batch",
+        str(threads),
+        "--n_ctx",
+        str(n_ctx),
+        "--n_batch",
+        "512",
+        "--interrupt_requests",
+        "False",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - lives with the process
+    # Its settings also read HOST and PORT from the environment, over the flags above.
+    env = {k: v for k, v in os.environ.items() if k not in ("HOST", "PORT")}
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(
+                "llama-cpp-python's server exited at start; is `pip install -r requirements-dev.txt` done? "
+                f"See {log_path or 'its output'}."
+            )
+        try:
+            with urllib.request.urlopen(url + "/models", timeout=2) as response:
+                if response.status == 200:
+                    return proc, url
+        except OSError:
+            time.sleep(0.5)
+    proc.terminate()
+    raise RuntimeError("llama-cpp-python's server did not answer within 120 s.")
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+# --- reports ----------------------------------------------------------------------------------
+
+
+def _dist(stats: dict) -> str:
+    return " / ".join(num(stats[k]) for k in ("mean", "p50", "p90", "p99"))
+
+
+def markdown(result: dict) -> str:
+    cfg = result["config"]
+    header = ("target", "concurrency", "done", "output tok/s", "req/s", "goodput req/s")
+    header += tuple(f"{metric} ms mean / p50 / p90 / p99" for metric in ("TTFT", "TPOT", "ITL", "e2e"))
+    rows = (
+        (
+            name,
+            scenario["concurrency"],
+            f"{s['completed']}/{s['completed'] + s['failed']}",
+            num(s["output_tps"], 1),
+            num(s["request_rps"], 2),
+            num(s["goodput_rps"], 2),
+            *(_dist(s[metric]) for metric in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")),
+        )
+        for scenario in result["scenarios"]
+        for name, s in scenario["targets"].items()
+    )
+    intro = (
+        f"Model {result['model']}, {cfg['threads']} threads, {cfg['endpoint']} endpoint, prompts of "
+        f"{cfg['prompt_tokens']} tokens, up to {cfg['output_tokens']} output tokens, {cfg['num_prompts']} requests "
+        f"per target per concurrency in {cfg['rounds']} interleaved rounds, seed {cfg['seed']}."
+    )
+    return "\n".join([intro, "", *table(header, rows)])
+
+
+def write_outputs(result: dict, out_dir: Path) -> tuple[Path, Path]:
+    """serving.json and serving.html (TTFT, TPOT and ITL percentiles and output tokens/s per target)."""
+    scenarios = result["scenarios"]
+    titles = []
+    for sc in scenarios:
+        c = sc["concurrency"]
+        titles += [f"TTFT ms (c={c})", f"TPOT ms (c={c})", f"ITL ms (c={c})", f"output tokens/s (c={c})"]
+    fig = figure(titles, rows=len(scenarios), cols=4, vertical_spacing=0.12)
+    colors = {"p50": "#2b8fd6", "p90": "#d99a1e", "p99": "#c9372c"}
+    for row, sc in enumerate(scenarios, start=1):
+        names = list(sc["targets"])
+        for col, metric in enumerate(("ttft_ms", "tpot_ms", "itl_ms"), start=1):
+            for p in ("p50", "p90", "p99"):
+                fig.add_trace(
+                    go.Bar(
+                        name=p,
+                        x=names,
+                        y=[sc["targets"][n][metric][p] for n in names],
+                        marker_color=colors[p],
+                        legendgroup=p,
+                        showlegend=row == 1 and col == 1,
+                    ),
+                    row,
+                    col,
+                )
+        fig.add_trace(
+            go.Bar(
+                name="output tokens/s",
+                x=names,
+                y=[sc["targets"][n]["output_tps"] for n in names],
+                marker_color="#22a06b",
+                showlegend=row == 1,
+            ),
+            row,
+            4,
+        )
+    cfg = result["config"]
+    title = (
+        f"Serving benchmark on {result['model']}: {cfg['threads']} threads, {cfg['prompt_tokens']} prompt / "
+        f"{cfg['output_tokens']} output tokens"
+    )
+    return write(result, fig, out_dir, "serving", title=title, size=(1400, 380 * len(scenarios) + 120))

@@ -1,0 +1,139 @@
+"""Scheduling policies: which tokens of which running sequences go into the next model step.
+
+- serial: one sequence at a time, prompt first (llama-cpp-python's server).
+- continuous: every running sequence decodes, waiting prompts fill the rest of the batch
+  (llama-server: a long prompt stalls every active chat for its whole prefill).
+- chunked: decodes first, then prompt chunks up to a token budget per step (Sarathi-Serve),
+  shortest remaining prompt first.
+
+A policy is a class with a `name` and `schedule(state) -> Step | None`, listed in POLICIES;
+adding one is a class here and its test. Pure Python, no llama.cpp.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import ClassVar, Protocol
+
+from inference.engine.sequence import Sequence
+from inference.engine.step import Chunk, Step
+
+# With decodes filling the whole budget, a waiting prompt still advances by this much per step.
+MIN_PREFILL_CHUNK = 16
+
+
+class SchedulerState(Protocol):
+    """What a policy sees of the Scheduler: the running sequences, the batch, and admission."""
+
+    running: list[Sequence]  # admission order
+    n_batch: int
+
+    def admit_waiting(self, limit: int | None = None) -> None:
+        """Start waiting sequences in free slots while fewer than `limit` run (None: no limit)."""
+
+    def step_budget(self, n_decode: int) -> int:
+        """Tokens allowed in a budgeted step beside n_decode decodes, decodes included."""
+
+
+class Policy(abc.ABC):
+    """Chooses each step's tokens. Stateless: everything it decides from is in the state."""
+
+    name: ClassVar[str]
+    # True when step_budget() sizes the steps, so the engine's sizing report means something.
+    budgeted: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def schedule(self, state: SchedulerState) -> Step | None:
+        """Admit what may start, then the next step; None when nothing can run."""
+
+
+class Serial(Policy):
+    """One sequence at a time, its prompt in batch-sized pieces, then its tokens one by one."""
+
+    name = "serial"
+
+    def schedule(self, state: SchedulerState) -> Step | None:
+        state.admit_waiting(limit=1)
+        if not state.running:
+            return None
+        seq = state.running[0]
+        if seq.in_prefill:
+            return Step([Chunk(seq, min(seq.remaining_prompt, state.n_batch), True)])
+        return Step([Chunk(seq, 1, False)])
+
+
+class Batched(Policy):
+    """Every running sequence decodes in every step; prompts fill the room the step has left.
+
+    Subclasses say how big a step may be, which prompt goes first, and what a prompt may
+    still take when the decodes alone fill the step.
+    """
+
+    def schedule(self, state: SchedulerState) -> Step | None:
+        state.admit_waiting()
+        step = Step([Chunk(seq, 1, False) for seq in state.running if not seq.in_prefill])
+        room = self.step_tokens(state, step.num_tokens) - step.num_tokens
+        for seq in self.prompt_order([seq for seq in state.running if seq.in_prefill]):
+            if room <= 0:
+                room = self.starved_room(state, step)
+                if room <= 0:
+                    break
+            n = min(seq.remaining_prompt, room)
+            step.chunks.append(Chunk(seq, n, True))
+            room -= n
+        return step if step.chunks else None
+
+    @abc.abstractmethod
+    def step_tokens(self, state: SchedulerState, n_decode: int) -> int:
+        """Tokens this step may hold beside n_decode decodes, decodes included."""
+
+    def prompt_order(self, prompts: list[Sequence]) -> list[Sequence]:
+        """Which prompts get the room first; default: admission order."""
+        return prompts
+
+    def starved_room(self, state: SchedulerState, step: Step) -> int:
+        """Prompt tokens allowed once the step is full; default: none, the prompts wait."""
+        return 0
+
+
+class Continuous(Batched):
+    """Whole batches: a prompt goes in as far as the batch allows, in arrival order."""
+
+    name = "continuous"
+
+    def step_tokens(self, state: SchedulerState, n_decode: int) -> int:
+        return state.n_batch
+
+
+class Chunked(Batched):
+    """Steps sized to a token budget (fixed, or the cost model's for a target step time)."""
+
+    name = "chunked"
+    budgeted = True
+
+    def step_tokens(self, state: SchedulerState, n_decode: int) -> int:
+        return state.step_budget(n_decode)
+
+    def prompt_order(self, prompts: list[Sequence]) -> list[Sequence]:
+        # Shortest remaining prompt first (ties: the oldest): a question asked while a long
+        # document is being read waits a step, not the whole document. The document still
+        # moves on in every step the short prompts leave room in, and a short prompt soon
+        # turns into a decode, so nothing starves.
+        return sorted(prompts, key=lambda seq: seq.remaining_prompt)
+
+    def starved_room(self, state: SchedulerState, step: Step) -> int:
+        # No starvation: decodes filled the budget, still move the first prompt on.
+        if step.prefill_tokens:
+            return 0
+        return min(MIN_PREFILL_CHUNK, state.n_batch - step.num_tokens)
+
+
+POLICIES: dict[str, type[Policy]] = {policy.name: policy for policy in (Serial, Continuous, Chunked)}
+
+
+def make_policy(name: str) -> Policy:
+    """The policy called `name`; a ValueError that lists the choices for any other name."""
+    try:
+        return POLICIES[name]()
+    except KeyError:
+        raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}") from None

@@ -1,0 +1,47 @@
+"""KV slot bookkeeping for prefix reuse: what each slot's cache holds, and which slot to take.
+
+A slot keeps the KV cells of the last sequence that ran in it. The next turn of that
+conversation shares its history with them, so starting it in that slot skips evaluating the
+shared prefix again. The Runner does the llama.cpp side (dropping cells); this is the pure
+part, the tokens each slot holds and when it was last taken.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+
+class SlotCache:
+    def __init__(self) -> None:
+        self._tokens: dict[int, list[int]] = {}  # slot -> the tokens its KV cells hold, in order
+        self._used: dict[int, int] = {}  # slot -> when it was last taken (a counter, higher is later)
+        self._use_counter = itertools.count(1)
+
+    def common_prefix(self, slot: int, tokens: list[int]) -> int:
+        """How many leading tokens of `tokens` the slot's cache already holds."""
+        n = 0
+        for a, b in zip(self._tokens.get(slot, ()), tokens, strict=False):
+            if a != b:
+                break
+            n += 1
+        return n
+
+    def choose(self, free_slots: list[int], tokens: list[int]) -> tuple[int, int]:
+        """The free slot that caches the longest prefix of the prompt (else the least recently
+        used one), and how many of its cached tokens the prompt may reuse."""
+        slot = max(free_slots, key=lambda s: (self.common_prefix(s, tokens), -self._used.get(s, 0)))
+        # At least one prompt token must be evaluated to get logits for the first answer token.
+        return slot, min(self.common_prefix(slot, tokens), len(tokens) - 1)
+
+    def take(self, slot: int) -> None:
+        """A sequence starts in the slot: what it caches is unknown until the sequence ends."""
+        self._tokens[slot] = []
+        self._used[slot] = next(self._use_counter)
+
+    def keep(self, slot: int, tokens: list[int]) -> None:
+        """The sequence that ran in the slot ended; its KV cells hold these tokens."""
+        self._tokens[slot] = tokens
+
+    def clear(self, slot: int) -> None:
+        """The slot's KV cells were dropped."""
+        self._tokens[slot] = []

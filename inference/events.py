@@ -1,0 +1,139 @@
+"""Every event that goes over the wire, built in one place.
+
+Two streams (the README's WebSocket contract):
+- `generation.*`: one answer's life, for its owner only (the chat socket, or the API request
+  waiting on it): queued, phase, token, done, error.
+- `request.*`, `engine.steps`, `system.status`: the dashboard's feed, metrics and user names
+  but never message text, so every signed-in viewer may have them.
+
+Readers compare `event["type"]` with the constants here, never with a string of their own.
+"""
+
+from __future__ import annotations
+
+import time
+
+from inference.errors import ClientError
+from inference.models import Generation
+
+QUEUED = "generation.queued"
+PHASE = "generation.phase"
+TOKEN = "generation.token"
+DONE = "generation.done"
+ERROR = "generation.error"
+ENDS = (DONE, ERROR)
+
+REQUEST_UPDATE = "request.update"
+REQUEST_DONE = "request.done"
+ENGINE_STEPS = "engine.steps"
+SYSTEM_STATUS = "system.status"
+
+GONE_MESSAGE = "The answer was deleted."
+UNWRITTEN_MESSAGE = "The answer could not be written."
+
+
+# --- one answer, for its owner ------------------------------------------------------------------
+
+
+def queued(generation: Generation, *, position: int, title: str) -> dict:
+    return {
+        "type": QUEUED,
+        "generation": generation.id,
+        "conversation": generation.conversation_id,
+        "conversation_title": title,
+        "position": position,
+    }
+
+
+def phase(generation_id: int, phase: str, **fields) -> dict:
+    """Where an answer is: queued (with its position), load, prefill (done/total), decode, notice."""
+    return {"type": PHASE, "generation": generation_id, "phase": phase, **fields}
+
+
+def token(generation_id: int, text: str, t_ms: float) -> dict:
+    return {"type": TOKEN, "generation": generation_id, "text": text, "t_ms": round(t_ms, 3)}
+
+
+def done(generation: Generation, *, text: str) -> dict:
+    """The end of an answer that was written (done) or stopped (cancelled), from its stored row."""
+    return {
+        "type": DONE,
+        "generation": generation.id,
+        "status": generation.status,
+        "text": text,
+        "notice": generation.notice,
+        "metrics": generation.metrics(),
+    }
+
+
+def error(generation_id: int | None, code: str, message: str) -> dict:
+    return {"type": ERROR, "generation": generation_id, "code": code, "message": message}
+
+
+def client_error(exc: ClientError) -> dict:
+    """A refused message, told to the socket that sent it."""
+    return error(exc.generation, exc.code, exc.message)
+
+
+def final(generation: Generation | None, generation_id: int) -> dict | None:
+    """The end of an answer as its row tells it (None while it is queued or running): what a
+    client that missed the live event is told."""
+    if generation is None:
+        return error(generation_id, "gone", GONE_MESSAGE)
+    if generation.is_active:
+        return None
+    if generation.status in (Generation.Status.DONE, Generation.Status.CANCELLED):
+        return done(generation, text=generation.message.content)
+    return error(
+        generation_id, generation.error_code or generation.status, generation.error_message or UNWRITTEN_MESSAGE
+    )
+
+
+# --- the dashboard's feed -----------------------------------------------------------------------
+
+
+def _request(generation: Generation, type_: str, status: str) -> dict:
+    return {
+        "type": type_,
+        "generation": generation.id,
+        "user_id": generation.user_id,
+        "username": generation.user.username,
+        "client": generation.client,
+        "model": generation.model_name,
+        "status": status,
+        "t_arrive": generation.t_arrive_ns / 1e9,
+        "t": time.time(),
+    }
+
+
+def request_update(
+    generation: Generation,
+    *,
+    phase: str,
+    status: str = "running",
+    prompt_tokens: int | None = None,
+    prefill_done: int | None = None,
+    output_tokens: int = 0,
+) -> dict:
+    """A request in flight (metrics only, never text)."""
+    return {
+        **_request(generation, REQUEST_UPDATE, status),
+        "phase": phase,
+        "prompt_tokens": prompt_tokens,
+        "prefill_done": prefill_done,
+        "output_tokens": output_tokens,
+    }
+
+
+def request_done(generation: Generation) -> dict:
+    """A request that ended (reads the stored row)."""
+    metrics = {**generation.metrics(), "token_times_ms": generation.token_times_ms, "itl_ms": generation.itl_ms}
+    return {**_request(generation, REQUEST_DONE, generation.status), "metrics": metrics}
+
+
+def engine_steps(worker: str, steps: list[dict]) -> dict:
+    return {"type": ENGINE_STEPS, "worker": worker, "steps": steps}
+
+
+def system_status(snapshot: dict) -> dict:
+    return {"type": SYSTEM_STATUS, **snapshot}

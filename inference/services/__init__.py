@@ -1,0 +1,10 @@
+"""Writes, by sub-domain; each module's functions take keyword arguments and raise ClientError.
+
+- validation:     checks on what a client sends (pure)
+- generations:    create, send and cancel one answer
+- engine_control: staff's choice of model, settings and scheduling policy
+- demo:           the shared-machine scenario on the dashboard
+- sweeps:         the web side's repairs after a worker stops
+
+The streaming loop that runs an answer lives in inference.worker.stream: only workers run it.
+"""

@@ -1,0 +1,71 @@
+"""The web side's repairs for what a worker left behind, run every second by the watchdog:
+interrupted answers, lost tasks, and the sentence people see while no worker is alive.
+
+Each is idempotent by conditional update, so several web processes may sweep at once.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.utils import timezone
+
+from inference import broadcast, events
+from inference.metrics import record_generation
+from inference.models import Generation
+from inference.worker import registry
+
+INTERRUPTED_MESSAGE = "The worker stopped while writing this answer; the text so far is kept."
+NO_WORKER_MESSAGE = "No worker is running right now; this message will be answered as soon as one starts."
+
+
+def generations_interrupt_orphans() -> list[Generation]:
+    """Mark running answers whose worker stopped beating as interrupted, and tell their users."""
+    alive = set(registry.live_workers())
+    orphans = (
+        Generation.objects.filter(status=Generation.Status.RUNNING).exclude(worker__in=alive).select_related("user")
+    )
+    interrupted = []
+    for generation in orphans:
+        changed = Generation.objects.filter(id=generation.id, status=Generation.Status.RUNNING).update(
+            status=Generation.Status.INTERRUPTED,
+            error_code="interrupted",
+            error_message=INTERRUPTED_MESSAGE,
+            finish_reason="interrupted",
+            finished_at=timezone.now(),
+        )
+        if changed:
+            interrupted.append(generation)
+            generation.refresh_from_db()
+            record_generation(generation)
+            broadcast.publish_for(generation, [events.error(generation.id, "interrupted", INTERRUPTED_MESSAGE)])
+            broadcast.publish_dashboard([events.request_done(generation)])
+    return interrupted
+
+
+def generations_resend_stale(*, resent: set[int]) -> None:
+    """Send the task again, once, for answers queued too long while workers are alive.
+
+    The web process stores an answer and then sends its task; if it died in between, nothing
+    would ever run it. A second task for an answer that is merely waiting in a long line is
+    harmless: the claim (queued -> running) lets only one of them run.
+    """
+    if not registry.live_workers():
+        return
+    cutoff = timezone.now() - timezone.timedelta(seconds=settings.HOMEAI_RESEND_AFTER_S)
+    stale = Generation.objects.filter(status=Generation.Status.QUEUED, created_at__lt=cutoff).exclude(id__in=resent)
+    for generation_id in stale.values_list("id", flat=True):
+        resent.add(generation_id)
+        registry.send_generation(generation_id)
+
+
+def generations_notify_no_worker(*, notified: set[int]) -> None:
+    """Tell people whose answers wait that no worker is alive (once per answer), so a stopped
+    worker shows up as a sentence instead of an endless "queued"."""
+    if registry.live_workers():
+        notified.clear()
+        return
+    cutoff = timezone.now() - timezone.timedelta(seconds=settings.HOMEAI_WORKER_TTL)
+    waiting = Generation.objects.filter(status=Generation.Status.QUEUED, created_at__lt=cutoff).exclude(id__in=notified)
+    for generation in waiting.select_related("user"):
+        notified.add(generation.id)
+        broadcast.publish_for(generation, [events.phase(generation.id, "notice", message=NO_WORKER_MESSAGE)])

@@ -1,0 +1,91 @@
+"""Checks on what a client sends, shared by the chat socket and the APIs: pure functions of
+their input and the settings, each refusal a ClientError naming the field it is about."""
+
+from __future__ import annotations
+
+import math
+
+from django.conf import settings
+
+from inference.errors import ClientError
+
+# name -> (type, lowest, highest)
+SAMPLING_RANGES = {
+    "temperature": (float, 0.0, 5.0),
+    "top_p": (float, 0.0, 1.0),
+    "top_k": (int, 0, 1000),
+    "min_p": (float, 0.0, 1.0),
+    "repeat_penalty": (float, 0.5, 2.0),
+    "seed": (int, -1, 2**31 - 1),
+}
+MAX_STOPS = 4
+
+
+def validate_text(text, *, field: str = "text") -> str:
+    if not isinstance(text, str):
+        raise ClientError("bad_request", "The message text must be a string.", field=field)
+    if not text.strip():
+        raise ClientError("empty_message", "Type a message before sending.", field=field)
+    limit = settings.HOMEAI_MAX_PROMPT_CHARS
+    if len(text) > limit:
+        raise ClientError("too_long", f"Your message is {len(text):,} characters; the limit is {limit:,}.", field=field)
+    return text
+
+
+def validate_max_tokens(value) -> int:
+    if value is None:
+        return settings.HOMEAI_MAX_TOKENS
+    limit = settings.HOMEAI_MAX_TOKENS_LIMIT
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit:
+        raise ClientError("bad_request", f"max_tokens must be a whole number from 1 to {limit:,}.", field="max_tokens")
+    return value
+
+
+def is_number(value) -> bool:
+    """A finite int or float (JSON's true and false are not numbers here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def validate_sampling(options) -> dict:
+    """Per-request sampling overrides, checked: a dict of known names with numbers in range."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise ClientError("bad_request", 'options must be an object, e.g. {"temperature": 0.2}.', field="options")
+    clean: dict = {}
+    for name, value in options.items():
+        if name == "ignore_eos":  # benchmarks: write exactly max_tokens (as vLLM's ignore_eos)
+            if not isinstance(value, bool):
+                raise ClientError("bad_request", "ignore_eos must be true or false.", field=name)
+            clean[name] = value
+            continue
+        if name == "stop":
+            stops = [value] if isinstance(value, str) else value
+            if (
+                not isinstance(stops, list)
+                or len(stops) > MAX_STOPS
+                or not all(isinstance(s, str) and s for s in stops)
+            ):
+                raise ClientError(
+                    "bad_request",
+                    f"stop must be a string or a list of up to {MAX_STOPS} non-empty strings.",
+                    field=name,
+                )
+            clean["stop"] = stops
+            continue
+        if name not in SAMPLING_RANGES:
+            known = ", ".join([*SAMPLING_RANGES, "stop", "ignore_eos"])
+            raise ClientError("bad_request", f"Unknown option {name!r}; known options: {known}.", field=name)
+        kind, low, high = SAMPLING_RANGES[name]
+        if not is_number(value) or (kind is int and value != int(value)) or not low <= value <= high:
+            what = "a whole number" if kind is int else "a number"
+            raise ClientError("bad_request", f"{name} must be {what} from {low} to {high}.", field=name)
+        clean[name] = kind(value)
+    return clean
+
+
+def validate_ttft_ms(value) -> float:
+    """The time to first token a browser measured, in milliseconds (at most a day)."""
+    if not is_number(value) or not 0 <= value <= 86_400_000:
+        raise ClientError("bad_request", "ttft_ms must be a number of milliseconds.", field="ttft_ms")
+    return float(value)

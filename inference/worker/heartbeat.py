@@ -1,0 +1,84 @@
+"""The worker's background thread: a heartbeat in Redis (so a dead worker is noticed, and the
+web can show what each one runs) and the shipping of engine step records to the dashboard."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+
+from django.conf import settings
+
+from inference import broadcast, events, probe, redis_client
+from inference.worker import registry, runtime
+
+log = logging.getLogger(__name__)
+
+STEPS_EVERY_S = 0.25
+
+_thread: threading.Thread | None = None
+_stop = threading.Event()
+
+
+def status() -> dict:
+    """What this worker reports in its heartbeat (registry.live_workers() reads it back)."""
+    engine = runtime.current_engine()
+    base = {
+        "worker": registry.worker_name(),
+        "time": time.time(),
+        "pid": os.getpid(),
+        "n_gpu_layers": engine.runner.config.n_gpu_layers if engine else settings.HOMEAI_GPU_LAYERS,
+        "gpus": probe.gpu_live(),
+    }
+    if engine is None:
+        base.update(loaded=False, model=settings.HOMEAI_MODEL_PATH.name, running=0, waiting=0)
+    else:
+        base.update(engine.status())
+    return base
+
+
+def _publish_steps() -> None:
+    """Ship the engine's step records: to Redis (for the dashboard's history) and live."""
+    records = runtime.drain_steps()
+    if not records:
+        return
+    r = redis_client.client()
+    pipe = r.pipeline(transaction=False)
+    pipe.rpush(redis_client.STEPS_KEY, *(json.dumps(rec) for rec in records))
+    pipe.ltrim(redis_client.STEPS_KEY, -redis_client.STEPS_KEPT, -1)
+    pipe.execute()
+    broadcast.publish_dashboard([events.engine_steps(registry.worker_name(), records)])
+
+
+def _beat() -> None:
+    """Heartbeat and step shipping, on one background thread."""
+    key = redis_client.worker_key(registry.worker_name())
+    ttl = settings.HOMEAI_WORKER_TTL
+    interval = max(ttl / 4, 0.5)
+    next_beat = 0.0
+    while not _stop.is_set():
+        try:
+            _publish_steps()
+            if time.monotonic() >= next_beat:
+                runtime.follow_controls()
+                redis_client.client().set(key, json.dumps(status()), ex=ttl)
+                next_beat = time.monotonic() + interval
+        except Exception:
+            log.warning("heartbeat to Redis failed", exc_info=True)
+        _stop.wait(STEPS_EVERY_S)
+    redis_client.client().delete(key)
+
+
+def start() -> None:
+    global _thread
+    if _thread is None:
+        _thread = threading.Thread(target=_beat, name="homeai-heartbeat", daemon=True)
+        _thread.start()
+
+
+def stop() -> None:
+    _stop.set()
+    if _thread is not None:
+        _thread.join(timeout=5)

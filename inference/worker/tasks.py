@@ -1,0 +1,52 @@
+"""Thin Celery tasks: take IDs, call the worker's code. Imported by workers only (celery.py's
+`imports`), since it loads the engine; the web sends these tasks by name (registry)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from celery import shared_task
+from celery.signals import worker_ready, worker_shutdown
+
+from inference import probe
+from inference.services import demo, sweeps
+from inference.worker import heartbeat, registry, runtime, stream
+
+log = logging.getLogger(__name__)
+
+
+# acks_late is safe: stream.generation_run claims its row with a conditional update, so a task
+# redelivered after a worker died is a no-op instead of a second answer.
+@shared_task(name=registry.GENERATE_TASK, acks_late=True, ignore_result=True)
+def generate(generation_id: int) -> None:
+    stream.generation_run(generation_id=generation_id)
+
+
+@shared_task(name=registry.DEMO_DOCUMENT_TASK, ignore_result=True)
+def demo_document(user_id: int, chat_ids: list[int], waited_s: float = 0.0) -> None:
+    """The demo's long document, sent once its chats are writing: looked at every DEMO_POLL_S
+    by re-scheduling itself, so no worker thread sits waiting."""
+    if demo.demo_chats_writing(chat_ids) or waited_s >= demo.DEMO_WAIT_S:
+        demo.demo_document_send(user_id=user_id)
+    else:
+        registry.send_demo_document(user_id, chat_ids, waited_s + demo.DEMO_POLL_S, countdown=demo.DEMO_POLL_S)
+
+
+@worker_ready.connect
+def _on_worker_ready(**_kwargs) -> None:
+    # Build the engine now (llama.cpp's library import takes a few hundred ms) so the first
+    # request's queue time is not inflated by it; the model itself loads on the first request.
+    runtime.get_engine()
+    heartbeat.start()
+    # Memory bandwidth and FLOP/s for the dashboard's "why" panel: a second or two, cached per host.
+    threading.Thread(target=probe.ensure_cached, name="homeai-probe", daemon=True).start()
+    interrupted = sweeps.generations_interrupt_orphans()
+    if interrupted:
+        log.warning("marked %d answers of a stopped worker as interrupted", len(interrupted))
+
+
+@worker_shutdown.connect
+def _on_worker_shutdown(**_kwargs) -> None:
+    heartbeat.stop()
+    runtime.stop()

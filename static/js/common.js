@@ -1,0 +1,140 @@
+/* HomeAI's shared page helpers, as one namespace: window.HomeAI.
+ * Loaded by base.html before every page's own script (both deferred, so in order). Number formats
+ * match dashboard/latency/text.py, so a value reads the same in a server sentence and on the page. */
+(function () {
+  "use strict";
+
+  const $ = (id) => document.getElementById(id);
+
+  // The parsed contents of a json_script element; null when it is missing or unreadable.
+  function readJson(id) {
+    const node = $(id);
+    try { return node ? JSON.parse(node.textContent) : null; } catch (e) { return null; }
+  }
+
+  // An element with a class and text. Text is only ever set through textContent, never as HTML.
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text != null) node.textContent = text;
+    return node;
+  }
+
+  function setText(id, text) {
+    const node = $(id);
+    if (node) node.textContent = text;
+  }
+
+  /* ---------- Numbers ---------- */
+
+  const isNum = (v) => typeof v === "number" && Number.isFinite(v);
+
+  // A duration: 0.1 ms steps below 10 ms, whole ms below a second, then seconds.
+  function fmtMs(ms) {
+    if (!isNum(ms)) return "–";
+    if (ms === 0) return "0 ms";
+    const size = Math.abs(ms);
+    if (size < 10) return `${ms.toFixed(1)} ms`;
+    if (size < 1000) return `${Math.round(ms)} ms`;
+    if (size < 10000) return `${(ms / 1000).toFixed(2)} s`;
+    return `${(ms / 1000).toFixed(1)} s`;
+  }
+
+  const fmtRate = (r) => (!isNum(r) ? "–" : r >= 100 ? Math.round(r).toLocaleString() : r.toFixed(1));
+  const fmtInt = (n) => (isNum(n) ? Math.round(n).toLocaleString() : "–");
+
+  function fmtBytes(n) {
+    if (!isNum(n)) return "–";
+    for (const [unit, size] of [["GB", 1e9], ["MB", 1e6], ["kB", 1e3]]) {
+      if (n >= size) return `${(n / size).toFixed(n >= 100 * size ? 0 : 1)} ${unit}`;
+    }
+    return `${n} B`;
+  }
+
+  function fmtCount(n) {
+    if (!isNum(n)) return "–";
+    if (n >= 1e9) return `${(n / 1e9).toFixed(n >= 1e11 ? 0 : 1)} billion`;
+    if (n >= 1e6) return `${(n / 1e6).toFixed(n >= 1e8 ? 0 : 1)} million`;
+    return fmtInt(n);
+  }
+
+  /* ---------- A WebSocket that reconnects ---------- */
+
+  const STATE_LABELS = { connecting: "Connecting…", connected: "Connected", reconnecting: "Reconnecting…" };
+
+  /* new ReconnectingSocket(path, options).start(): a JSON WebSocket to this host's `path` that
+   * reconnects with exponential backoff (minDelayMs doubling up to maxDelayMs), and at once when the
+   * browser comes back online.
+   *   handlers: {type: fn(msg)}   each incoming frame goes to the handler of its "type"; others are dropped
+   *   status:   element            its data-state and text follow the connection: connecting, connected, reconnecting
+   *   labels:   {state: text}      the status texts, over STATE_LABELS
+   *   onState:  fn(state, {reconnected})  after every change; reconnected: an open that follows a lost connection
+   * send(frame) sends JSON and says whether the socket was open; `open` says whether it is now. */
+  class ReconnectingSocket {
+    constructor(path, { handlers = {}, status = null, labels = {}, onState = null, minDelayMs = 1000, maxDelayMs = 10000 } = {}) {
+      Object.assign(this, { path, handlers, status, onState, minDelayMs, maxDelayMs });
+      this.labels = Object.assign({}, STATE_LABELS, labels);
+      this.socket = null;
+      this.everConnected = false;
+      this.delay = minDelayMs;
+      this.retryTimer = null;
+    }
+
+    get open() { return Boolean(this.socket) && this.socket.readyState === WebSocket.OPEN; }
+
+    start() {
+      // Back online after sleep or Wi-Fi loss: retry now instead of waiting out the backoff.
+      window.addEventListener("online", () => { if (this.retryTimer) this.connect(); });
+      this.connect();
+      return this;
+    }
+
+    connect() {
+      clearTimeout(this.retryTimer);
+      this.retryTimer = null;
+      const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + this.path;
+      const socket = new WebSocket(url);
+      this.socket = socket;
+      socket.addEventListener("open", () => {
+        this.delay = this.minDelayMs;
+        const reconnected = this.everConnected;
+        this.everConnected = true;
+        this.setState("connected", { reconnected });
+      });
+      socket.addEventListener("message", (event) => this.dispatch(event.data));
+      socket.addEventListener("close", () => {
+        if (this.socket !== socket) return;
+        this.socket = null;
+        this.setState(this.everConnected ? "reconnecting" : "connecting", { reconnected: false });
+        this.retryTimer = setTimeout(() => this.connect(), this.delay);
+        this.delay = Math.min(this.delay * 2, this.maxDelayMs);
+      });
+    }
+
+    dispatch(raw) {
+      let msg;
+      try { msg = JSON.parse(raw); } catch (e) { return; }
+      const handler = msg && this.handlers[msg.type];
+      if (!handler) return;
+      try { handler(msg); } catch (e) { console.error("HomeAI: handling a socket event failed", msg.type, e); }
+    }
+
+    setState(state, detail) {
+      if (this.status) {
+        this.status.dataset.state = state;
+        this.status.textContent = this.labels[state];
+      }
+      if (this.onState) this.onState(state, detail);
+    }
+
+    send(frame) {
+      if (!this.open) return false;
+      this.socket.send(JSON.stringify(frame));
+      return true;
+    }
+  }
+
+  window.HomeAI = Object.freeze({
+    $, el, readJson, setText, isNum, fmtMs, fmtRate, fmtInt, fmtBytes, fmtCount, ReconnectingSocket,
+  });
+})();

@@ -1,0 +1,64 @@
+"""The serving benchmark: vLLM's definitions of its statistics, and a run against this server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.conf import settings
+
+from bench import serving
+from inference.api.keys import api_key_create
+from inference.models import Generation
+
+
+@pytest.fixture
+def api_key(make_user, live_server_url, worker, settled) -> str:
+    """A HomeAI key for a new user, with the live server and a worker ready to answer."""
+    _key, raw = api_key_create(user=make_user("ada"), name="tests")
+    return raw
+
+
+@pytest.mark.integration
+def test_the_serving_benchmark_measures_this_server(api_key, live_server_url, tmp_path):
+    cfg = serving.ServingConfig(
+        targets=[serving.Target(name="homeai", url=live_server_url + "/v1", api_key=api_key)],
+        model_path=settings.HOMEAI_MODEL_PATH,
+        threads=2,
+        prompt_tokens=16,
+        output_tokens=4,
+        num_prompts=2,
+        rounds=1,
+        concurrency=(2,),
+        goodput={"ttft_ms": 60_000},
+        warmup=False,
+    )
+    result = serving.run(cfg, log=lambda _msg: None)
+    summary = result["scenarios"][0]["targets"]["homeai"]
+    assert summary["completed"] == 2 and summary["failed"] == 0
+    assert summary["prompt_tokens_mean"] == pytest.approx(17, abs=2)  # 16 + BOS, give or take a merge
+    assert 2 <= summary["output_tokens_total"] <= 8
+    assert summary["ttft_ms"]["p50"] > 0 and summary["e2e_ms"]["p99"] >= summary["ttft_ms"]["p99"]
+    assert summary["goodput_rps"] == pytest.approx(summary["request_rps"])
+    assert summary["server_ttft_ms_mean"] > 0  # HomeAI's own timings came back in the stream
+    assert Generation.objects.filter(client="bench_serving", status="done").count() == 2
+    json_path, html_path = serving.write_outputs(result, tmp_path)
+    assert json.loads(json_path.read_text())["config"]["targets"][0]["api_key"] == "…"  # no secret in reports
+    assert "plotly" in html_path.read_text()[:5000].lower()
+    assert "| homeai | 2 | 2/2 |" in serving.markdown(result)
+
+
+def test_benchmark_statistics_follow_vllms_definitions():
+    fast = serving.RequestResult(target="t", ok=True, output_tokens=5, ttft_s=0.1, e2e_s=0.5, itl_s=[0.1] * 4)
+    slow = serving.RequestResult(target="t", ok=True, output_tokens=3, ttft_s=1.0, e2e_s=1.4, itl_s=[0.1, 0.3])
+    failed = serving.RequestResult(target="t", ok=False, error="HTTP 503")
+    summary = serving.summarize([fast, slow, failed], duration_s=2.0, limits=serving.parse_goodput("ttft_ms=500"))
+    assert fast.tpot_s == pytest.approx(0.1) and slow.tpot_s == pytest.approx(0.2)  # first token excluded
+    assert summary["tpot_ms"]["mean"] == pytest.approx(150)
+    assert summary["itl_ms"]["mean"] == pytest.approx(1000 * 0.8 / 6)  # every gap, pooled
+    assert summary["output_tps"] == pytest.approx(4.0) and summary["request_rps"] == pytest.approx(1.0)
+    assert summary["goodput_rps"] == pytest.approx(0.5) and summary["failed"] == 1
+    with pytest.raises(ValueError, match="Unknown goodput limit"):
+        serving.parse_goodput("latency=5")
+    assert serving.parse_target("raw").is_raw
+    assert serving.parse_target("peer=http://127.0.0.1:8001/v1/").url == "http://127.0.0.1:8001/v1"

@@ -1,0 +1,90 @@
+"""The model library: GGUF files described from their headers, chosen live, corrupt ones listed."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from inference import model_library, redis_client
+from inference.models import Generation
+from tests.support import wait_until
+
+
+def test_the_bundled_model_is_described_without_loading_it(bundled_model):
+    info = model_library.inspect(bundled_model)
+    assert info.usable and info.bundled
+    assert info.architecture == "gemma3"
+    assert info.n_params == 268_098_176  # the tensors' elements, as llama.cpp counts them
+    assert info.quantization == "Q4_K_M"
+    assert info.context_length == 32_768
+    assert info.size_bytes == bundled_model.stat().st_size
+
+
+def test_a_corrupt_file_is_listed_as_unusable_with_the_reason(tmp_path):
+    (tmp_path / "broken.gguf").write_bytes(b"definitely not a model" * 50)
+    (tmp_path / "notes.txt").write_text("ignored: not a .gguf")
+    [broken] = model_library.scan(tmp_path)
+    assert broken.name == "broken.gguf" and not broken.usable
+    assert "not a GGUF file" in broken.problem
+
+
+@pytest.mark.integration
+def test_a_second_model_can_be_chosen_and_the_next_answer_comes_from_it_after_a_cold_load(
+    worker, make_user, connect, health, bundled_model
+):
+
+    second = settings.MODELS_DIR / "second-copy.gguf"
+    broken = settings.MODELS_DIR / "broken.gguf"
+    os.link(bundled_model, second)
+    broken.write_bytes(b"GGUF but truncated")
+    admin = get_user_model().objects.create_superuser("admin", password="x" * 12)
+    client = Client()
+    client.force_login(admin)
+
+    def active_model() -> str:
+        items = health()["workers"]["items"]
+        return items[0]["model"] if items else ""
+
+    try:
+        page = client.get("/models/").content.decode()
+        assert "second-copy.gguf" in page and "broken.gguf" in page and "268 M" in page and "Unusable" in page
+        refused = client.post("/models/", {"model": "broken.gguf"}, follow=True).content.decode()
+        assert "broken.gguf cannot be used" in refused
+        client.post("/models/", {"model": "second-copy.gguf", "context": "2048"})
+        assert wait_until(lambda: active_model() == "second-copy.gguf", timeout=15)
+
+        sock = connect(make_user("dora"))
+        events = sock.chat("Hello there.", max_tokens=4)
+        done = [e for e in events if e["type"] == "generation.done"][0]
+        assert done["metrics"]["cold"] is True and done["metrics"]["load_ms"] > 0
+        assert Generation.objects.get(id=done["generation"]).model_name == "second-copy.gguf"
+        assert worker.alive()
+    finally:
+        client.post("/models/", {"model": bundled_model.name})
+        assert wait_until(lambda: active_model() == bundled_model.name, timeout=15)
+        redis_client.client().delete(redis_client.ENGINE_CONFIG_KEY)
+        second.unlink()
+        broken.unlink()
+
+
+@pytest.mark.integration
+def test_a_worker_pointed_at_a_corrupt_file_answers_with_a_clear_error_and_stays_up(worker_process, make_user, connect):
+    broken = settings.MODELS_DIR / "truncated.gguf"
+    broken.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\x00" * 64)
+    worker_process.stop()
+    try:
+        worker_process.start({"HOMEAI_MODEL_PATH": str(broken)})
+        sock = connect(make_user())
+        error = sock.chat("Hello?", max_tokens=4)[-1]
+        assert error["type"] == "generation.error" and error["code"] == "model_unusable"
+        assert "truncated.gguf" in error["message"]
+        assert Generation.objects.get(id=error["generation"]).status == "error"
+        assert worker_process.alive()
+    finally:
+        worker_process.stop()
+        broken.unlink()
+        worker_process.start()

@@ -1,0 +1,508 @@
+"""The Docker packaging, tested without a Docker engine.
+
+- Both Dockerfiles pass hadolint, and their base images are pinned to a version.
+- The compose files (each alone, and the base merged with the NVIDIA override, with every
+  variable at its default) validate against the Compose Specification's JSON schema, and follow
+  the CasaOS app store's rules for `x-casaos`.
+- The compose file's defaults are the app's own defaults.
+- The image's entrypoint runs natively, with the same roles and variables as in the image:
+  migrate, prepare-model, init, manage, web and worker, the health check, and the switch from
+  root to PUID:PGID.
+
+tests/docker/schemas/compose-spec.json is the Compose Specification's schema (compose-spec/compose-spec,
+schema/compose-spec.json, Apache License 2.0: tests/docker/schemas/compose-spec.LICENSE), as vendored by
+check-jsonschema 0.39.0.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import jsonschema
+import pytest
+import yaml
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKER = ROOT / "docker"
+BIN = Path(sys.executable).parent
+ENTRYPOINT = DOCKER / "entrypoint.sh"
+DOCKERFILES = [DOCKER / "Dockerfile", DOCKER / "Dockerfile.cuda"]
+COMPOSE = DOCKER / "compose.yaml"
+COMPOSE_NVIDIA = DOCKER / "compose.nvidia.yaml"
+SCHEMA = json.loads((ROOT / "tests" / "docker" / "schemas" / "compose-spec.json").read_text())
+
+# The processes started here use their own Redis database, queue and channel prefix, so they
+# never trade tasks or events with the rest of the suite or a HomeAI running on this machine.
+REDIS_URL = urlsplit(settings.REDIS_URL)._replace(path="/13").geturl()
+QUEUE = "homeai-dockertest"
+
+
+# --- Dockerfiles ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_dockerfile_passes_hadolint(dockerfile):
+    result = subprocess.run(
+        [str(BIN / "hadolint"), "--no-color", "--failure-threshold", "style", str(dockerfile)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_dockerfile_ignores_are_justified_and_base_images_pinned(dockerfile):
+    lines = dockerfile.read_text().splitlines()
+    for number, line in enumerate(lines):
+        if line.startswith("# hadolint ignore="):
+            assert number > 0 and lines[number - 1].startswith("#") and "hadolint" not in lines[number - 1], (
+                f"{dockerfile.name}:{number + 1}: an ignored rule needs a comment saying why, above it"
+            )
+    args: dict[str, str] = {}
+    stages: set[str] = set()
+    images = []
+    for line in lines:
+        if m := re.match(r"ARG (\w+)=(\S+)$", line):
+            args.setdefault(m[1], m[2])
+        if m := re.match(r"FROM (\S+)(?: AS (\S+))?$", line, re.IGNORECASE):
+            image = re.sub(r"\$\{(\w+)\}", lambda v: args[v[1]], m[1])
+            if image not in stages:
+                images.append(image)
+            if m[2]:
+                stages.add(m[2])
+    assert images, "no FROM found"
+    for image in images:
+        name, _, tag = image.rpartition(":")
+        assert name and tag and "/" not in tag, f"{image}: base images need an explicit tag"
+        assert tag != "latest" and re.search(r"\d+\.\d+", tag), f"{image}: pin the base image to a version"
+
+
+def test_entrypoint_passes_shellcheck():
+    result = subprocess.run(
+        [str(BIN / "shellcheck"), "--shell=sh", "--severity=style", str(ENTRYPOINT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert os.access(ENTRYPOINT, os.X_OK), "docker/entrypoint.sh must be executable"
+
+
+def test_build_context_leaves_out_local_state():
+    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()}
+    for pattern in (".git", ".venv", "data", "docker/data", "docker/models", "*.gguf", "tests"):
+        assert pattern in ignored, f".dockerignore should leave out {pattern}"
+
+
+# --- Compose files ----------------------------------------------------------------------------
+
+_VARIABLE = re.compile(
+    r"\$(?:(?P<escaped>\$)|\{(?P<braced>[A-Za-z_]\w*)(?:(?P<op>:?[-?+])(?P<arg>[^}]*))?\}|(?P<named>[A-Za-z_]\w*))"
+)
+
+
+def _interpolate(value, env: dict[str, str]):
+    """Compose's variable interpolation ($$, $VAR, ${VAR}, ${VAR:-default}, ${VAR-default}, ...)."""
+    if isinstance(value, dict):
+        return {k: _interpolate(v, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(v, env) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def replace(m: re.Match) -> str:
+        if m["escaped"]:
+            return "$"
+        name = m["braced"] or m["named"]
+        op, arg = m["op"], m["arg"] or ""
+        present = name in env and (env[name] != "" or not (op or "").startswith(":"))
+        if op in (":-", "-"):
+            return env[name] if present else arg
+        if op in (":+", "+"):
+            return arg if present else ""
+        if op in (":?", "?") and not present:
+            raise ValueError(f"{name} is required: {arg}")
+        return env.get(name, "")
+
+    return _VARIABLE.sub(replace, value)
+
+
+def _variables(value) -> list[re.Match]:
+    if isinstance(value, dict):
+        return [m for v in value.values() for m in _variables(v)]
+    if isinstance(value, list):
+        return [m for v in value for m in _variables(v)]
+    return list(_VARIABLE.finditer(value)) if isinstance(value, str) else []
+
+
+_REPLACED_LISTS = {"command", "entrypoint", "test"}
+
+
+def _merge(base, override, key: str = ""):
+    """Merge an override file into a base file as `docker compose -f base -f override` does."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for k, v in override.items():
+            merged[k] = _merge(base[k], v, k) if k in base else copy.deepcopy(v)
+        return merged
+    if isinstance(base, list) and isinstance(override, list) and key not in _REPLACED_LISTS:
+        return base + [item for item in override if item not in base]
+    return copy.deepcopy(override)
+
+
+def _load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text())
+
+
+def _merged() -> dict:
+    return _merge(_load(COMPOSE), _load(COMPOSE_NVIDIA))
+
+
+def _schema_errors(document: dict) -> list[str]:
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(document)]
+
+
+def test_vendored_schema_is_the_compose_specification():
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    assert SCHEMA["title"] == "Compose Specification"
+    assert _schema_errors({"services": {"web": {"image": "x:1", "ports": "8000"}}}), "schema accepts anything"
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        pytest.param(lambda: _load(COMPOSE), id="compose.yaml"),
+        pytest.param(lambda: _load(COMPOSE_NVIDIA), id="compose.nvidia.yaml"),
+        pytest.param(_merged, id="merged"),
+        pytest.param(lambda: _interpolate(_load(COMPOSE), {}), id="compose.yaml-defaults"),
+        pytest.param(lambda: _interpolate(_merged(), {}), id="merged-defaults"),
+    ],
+)
+def test_compose_file_follows_the_compose_specification(document):
+    assert _schema_errors(document()) == []
+
+
+@pytest.mark.parametrize("path", [COMPOSE, COMPOSE_NVIDIA], ids=lambda p: p.name)
+def test_every_compose_variable_has_a_default(path):
+    data = _load(path)
+    for m in _variables(data):
+        if m["escaped"]:
+            continue
+        assert m["braced"], f"{m[0]}: write ${{NAME:-default}}"
+        assert m["op"] in (":-", "-"), f"{m[0]} has no default"
+
+
+def _images(document: dict) -> dict[str, str]:
+    return {name: service["image"] for name, service in document["services"].items() if "image" in service}
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        pytest.param(lambda: _load(COMPOSE), id="compose.yaml"),
+        pytest.param(lambda: _load(COMPOSE_NVIDIA), id="compose.nvidia.yaml"),
+        pytest.param(lambda: _interpolate(_merged(), {}), id="merged-defaults"),
+    ],
+)
+def test_every_image_is_pinned(document):
+    images = _images(document())
+    assert images
+    for service, image in images.items():
+        name, _, tag = image.rpartition(":")
+        assert name and tag and "/" not in tag, f"{service}: {image} has no tag"
+        assert tag != "latest" and re.match(r"\d", tag), f"{service}: {image} is not pinned to a version"
+
+
+def test_compose_roles_and_start_order():
+    data = _interpolate(_load(COMPOSE), {})
+    services = data["services"]
+    assert set(services) >= {"web", "worker", "redis", "migrate"}
+    assert services["migrate"]["command"] == ["init"]
+    assert services["web"]["command"] == ["web"]
+    assert services["worker"]["command"] == ["worker"]
+    assert "redis-cli" in services["redis"]["healthcheck"]["test"]
+    for name in ("web", "worker"):
+        depends = services[name]["depends_on"]
+        assert depends["migrate"]["condition"] == "service_completed_successfully"
+        assert depends["redis"]["condition"] == "service_healthy"
+        assert {v.split(":")[1] for v in services[name]["volumes"]} == {"/data", "/models"}
+        assert services[name]["image"] == services["migrate"]["image"]
+    assert services["web"]["ports"] == ["8000:8000"]
+
+
+def test_nvidia_override_reserves_the_gpu_for_the_worker():
+    merged = _interpolate(_merged(), {})
+    worker = merged["services"]["worker"]
+    devices = worker["deploy"]["resources"]["reservations"]["devices"]
+    assert devices == [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]
+    assert worker["build"] == {
+        "context": "..",
+        "dockerfile": "docker/Dockerfile.cuda",
+        "args": {"CUDA_ARCHITECTURES": "default"},
+    }
+    assert int(worker["environment"]["HOMEAI_GPU_LAYERS"]) > 0
+    # One image for every service, and only the worker holds the GPU.
+    assert len({service["image"] for service in merged["services"].values() if "build" in service}) == 1
+    assert all("deploy" not in merged["services"][name] for name in ("web", "migrate"))
+
+
+def _en_us(value) -> str:
+    assert isinstance(value, dict) and isinstance(value.get("en_us"), str) and value["en_us"].strip(), value
+    return value["en_us"]
+
+
+def test_casaos_store_metadata():
+    raw = _load(COMPOSE)
+    app = raw["x-casaos"]
+    for key in ("architectures", "main", "author", "category", "description", "developer", "icon"):
+        assert app.get(key), f"x-casaos.{key} is missing"
+    for key in ("tagline", "title", "index", "port_map", "scheme", "store_app_id"):
+        assert app.get(key), f"x-casaos.{key} is missing"
+    assert isinstance(app["port_map"], str) and app["port_map"].isdigit(), "port_map must be a quoted string"
+    assert app["category"] == "AI"
+    assert app["main"] in raw["services"]
+    assert app["store_app_id"] == raw["name"]
+    assert set(app["architectures"]) <= {"amd64", "arm64", "arm"} and "amd64" in app["architectures"]
+    assert app["scheme"] in ("http", "https") and app["index"].startswith("/")
+    for key in ("title", "tagline", "description"):
+        _en_us(app[key])
+    icon = app["icon"]
+    if icon.startswith("data:"):
+        header, _, payload = icon.partition(",")
+        assert header == "data:image/svg+xml;base64"
+        assert base64.b64decode(payload) == (DOCKER / "icon.svg").read_bytes(), "icon differs from docker/icon.svg"
+    else:
+        assert icon.startswith("https://")
+
+    # The main service publishes port_map on the host (with the default HOMEAI_PORT).
+    services = _interpolate(raw, {})["services"]
+    published = [str(p).split(":")[0] for p in services[app["main"]].get("ports", [])]
+    assert app["port_map"] in published
+
+    # What each service's x-casaos describes exists in that service.
+    for name, service in services.items():
+        meta = service.get("x-casaos")
+        if not meta:
+            continue
+        mounts = {v.split(":")[1] for v in service.get("volumes", [])}
+        for item in meta.get("volumes", []):
+            assert item["container"] in mounts, f"{name}: no volume at {item['container']}"
+            _en_us(item["description"])
+        for item in meta.get("envs", []):
+            assert item["container"] in service.get("environment", {}), f"{name}: no variable {item['container']}"
+            _en_us(item["description"])
+        targets = {str(p).split(":")[-1] for p in service.get("ports", [])}
+        for item in meta.get("ports", []):
+            assert isinstance(item["container"], str) and item["container"] in targets, f"{name}: {item}"
+            _en_us(item["description"])
+
+
+# Variables the test (or this machine) sets, which must be left to the app's defaults here.
+_SET_BY_THE_TEST = ("REDIS_URL", "HOMEAI_QUEUE", "HOMEAI_CHANNEL_PREFIX", "TZ", "LOG_LEVEL", "DEBUG")
+
+
+def _settings_dump(env: dict[str, str]) -> dict[str, str]:
+    code = (
+        "import json\n"
+        "from django.conf import settings\n"
+        "print(json.dumps({k: repr(getattr(settings, k)) for k in dir(settings) if k.isupper()}))\n"
+    )
+    env = dict(env, DJANGO_SETTINGS_MODULE="homeai.settings")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_compose_defaults_are_the_apps_defaults(tmp_path):
+    """Started by the compose file with nothing set, the app gets the settings it has without it."""
+    data, models = tmp_path / "data", tmp_path / "models"
+    base = _clean_env(HOMEAI_DATA_DIR=str(data), HOMEAI_MODELS_DIR=str(models))
+    for name in _SET_BY_THE_TEST:
+        base.pop(name, None)
+    environment = _interpolate(_load(COMPOSE), {})["services"]["web"]["environment"]
+    compose = dict(base)
+    for name, value in environment.items():
+        if value is None or name in ("PUID", "PGID", "PORT", "REDIS_URL"):
+            continue  # not settings, or (Redis) the compose file's own service by design
+        compose[name] = str(value).replace("/data/", f"{data}/").replace("/models/", f"{models}/")
+    expected, got = _settings_dump(base), _settings_dump(compose)
+    differ = {k: (expected.get(k), got.get(k)) for k in expected.keys() | got.keys() if expected.get(k) != got.get(k)}
+    assert differ == {}, "compose.yaml's defaults differ from the app's (app, compose):"
+
+
+# --- The entrypoint, run natively -------------------------------------------------------------
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without HomeAI's variables, plus the test's."""
+    drop = {"REDIS_URL", "DATABASE_URL", "SECRET_KEY", "PORT", "HOST", "PUID", "PGID", "ALLOWED_HOSTS"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HOMEAI_", "DJANGO_")) and k not in drop}
+    env.update(
+        PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        HOMEAI_APP_DIR=str(ROOT),
+        HOMEAI_MODELS_DIR=str(settings.MODELS_DIR),
+        REDIS_URL=REDIS_URL,
+        HOMEAI_QUEUE=QUEUE,
+        HOMEAI_CHANNEL_PREFIX=QUEUE,
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+def _run(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
+    # Started from elsewhere than the checkout: the entrypoint changes to HOMEAI_APP_DIR itself.
+    return subprocess.run(
+        [str(ENTRYPOINT), *args], cwd=tempfile.gettempdir(), env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_migrate_prepare_model_manage_and_passthrough(tmp_path):
+    env = _clean_env(HOMEAI_DATA_DIR=str(tmp_path))
+
+    result = _run("migrate", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "homeai.sqlite3").is_file()
+    assert (tmp_path / "secret_key").is_file()
+
+    result = _run("prepare-model", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Model: {settings.MODELS_DIR}" in result.stdout
+
+    result = _run("manage", "showmigrations", "--plan", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "[ ]" not in result.stdout and "[X]" in result.stdout
+
+    result = _run("python", "-c", "import os; print(os.getcwd(), os.environ['DJANGO_SETTINGS_MODULE'])", env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [str(ROOT), "homeai.settings"]
+
+    result = _run("healthcheck", "nonsense", env=env)
+    assert result.returncode == 1 and "unknown role" in result.stderr
+
+
+def test_a_missing_model_stops_prepare_model_with_a_message(tmp_path):
+    env = _clean_env(HOMEAI_DATA_DIR=str(tmp_path), HOMEAI_MODEL_PATH=str(tmp_path / "absent.gguf"))
+    result = _run("prepare-model", env=env)
+    assert result.returncode != 0
+    assert "absent.gguf" in result.stderr
+
+
+def _healthz(url: str) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.mark.integration
+def test_init_then_web_and_worker_are_healthy(tmp_path):
+    """What compose runs: the one-shot init, then web and worker; /healthz turns healthy."""
+    port = _free_port()
+    env = _clean_env(HOMEAI_DATA_DIR=str(tmp_path / "data"), HOST="127.0.0.1", PORT=str(port), HOMEAI_SLOTS="2")
+
+    result = _run("init", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Model:" in result.stdout
+
+    procs: dict[str, subprocess.Popen] = {}
+    logs = {name: tmp_path / f"{name}.log" for name in ("web", "worker")}
+    try:
+        for name in ("web", "worker"):
+            with logs[name].open("wb") as log:
+                procs[name] = subprocess.Popen(
+                    [str(ENTRYPOINT), name], cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT
+                )
+        url = f"http://127.0.0.1:{port}/healthz"
+        body: dict = {}
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            for name, proc in procs.items():
+                assert proc.poll() is None, f"{name} exited:\n{logs[name].read_text()[-3000:]}"
+            try:
+                status, body = _healthz(url)
+            except (OSError, ValueError):
+                status = 0
+            if status == 200 and body["database"]["ok"] and body["workers"]["count"] >= 1:
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail(f"/healthz never turned healthy: {body}\n{logs['web'].read_text()[-3000:]}")
+        assert body["status"] == "ok" and body["redis"]["ok"] is True
+        assert body["model"]["present"] is True
+
+        for role in ("web", "worker"):
+            check = _run("healthcheck", role, env=env, timeout=60)
+            assert check.returncode == 0, f"healthcheck {role}: {check.stdout}{check.stderr}"
+    finally:
+        for proc in procs.values():
+            _stop(proc)
+    # The role's server was exec'd: SIGTERM reached it, not a shell in between.
+    assert procs["web"].returncode in (0, -signal.SIGTERM), logs["web"].read_text()[-3000:]
+
+
+def test_root_switches_to_puid_and_pgid_only_when_asked():
+    probe = ("sh", "-c", 'echo "$(id -u):$(id -g):$HOME"')
+    data = Path(tempfile.mkdtemp(prefix="homeai-docker-test-"))
+    try:
+        models = data / "models"
+        models.mkdir()
+        (models / "own.gguf").write_bytes(b"GGUF")
+        env = _clean_env(HOMEAI_DATA_DIR=str(data), HOMEAI_MODELS_DIR=str(models))
+        me = f"{os.getuid()}:{os.getgid()}"
+
+        # Natively the variable is unset: no switch, no ownership changes.
+        result = _run(*probe, env=env)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith(f"{me}:")
+
+        asked = dict(env, HOMEAI_DROP_PRIVILEGES="1", PUID="54321", PGID="54322", HOMEAI_USER="homeai-test-absent")
+        result = _run(*probe, env=asked)
+        assert result.returncode == 0, result.stderr
+        if os.getuid() == 0:
+            assert result.stdout.strip() == f"54321:54322:{data}"
+            for path in (data, models, models / "own.gguf"):
+                assert (path.stat().st_uid, path.stat().st_gid) == (54321, 54322), path
+            bad = _run(*probe, env=dict(asked, PUID="me"))
+            assert bad.returncode == 1 and "PUID=me" in bad.stderr
+        else:
+            # Not root (docker run --user, or a developer's shell): runs as is.
+            assert result.stdout.startswith(f"{me}:")
+            assert data.stat().st_uid == os.getuid()
+    finally:
+        shutil.rmtree(data, ignore_errors=True)

@@ -1,0 +1,62 @@
+"""The OpenAI request parser and error mapping, without a server."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference.api import protocol
+from inference.api.protocol import ApiError, from_client_error, parse_request
+from inference.errors import ClientError
+
+MODELS = ["model.gguf"]
+
+
+def test_a_chat_body_becomes_a_request_with_its_sampling_options():
+    req = parse_request(
+        {
+            "messages": [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+            "temperature": 0.2,
+            "top_k": 5,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        },
+        chat=True,
+        models=MODELS,
+    )
+    assert req.messages == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+    assert req.options == {"temperature": 0.2, "top_k": 5}
+    assert req.stream and req.include_usage
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"messages": []}, "messages"),
+        ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0].role"),
+        ({"messages": [{"role": "user", "content": "hi"}], "n": 2}, "n"),
+        ({"messages": [{"role": "user", "content": "hi"}], "stream": "yes"}, "stream"),
+        ({"messages": [{"role": "user", "content": "hi"}], "max_tokens": "5"}, "max_tokens"),
+    ],
+)
+def test_a_bad_body_names_its_param(body, param):
+    with pytest.raises(ApiError) as caught:
+        parse_request(body, chat=True, models=MODELS)
+    assert caught.value.status == 400 and caught.value.param == param
+
+
+def test_a_service_error_keeps_its_field_and_the_text_maps_to_messages_or_prompt():
+    chat = parse_request({"messages": [{"role": "user", "content": "hi"}]}, chat=True, models=MODELS)
+    plain = parse_request({"prompt": "hi"}, chat=False, models=MODELS)
+    top_p = from_client_error(ClientError("bad_request", "top_p must be ...", field="top_p"), chat)
+    assert (top_p.status, top_p.param, top_p.code) == (400, "top_p", "invalid_value")
+    empty = ClientError("empty_message", "Type a message before sending.", field="text")
+    assert from_client_error(empty, chat).param == "messages"
+    assert from_client_error(empty, plain).param == "prompt"
+    assert from_client_error(ClientError("busy", "Busy."), chat).status == 503
+
+
+def test_client_names_are_sanitised_and_chat_is_reserved():
+    assert protocol.client_name({"X-Client-Name": "my<script>app"}) == "myscriptapp"
+    assert protocol.client_name({"User-Agent": "curl/8.1"}) == "curl"
+    assert protocol.client_name({"X-Client-Name": "chat"}) == "api-chat"
+    assert protocol.client_name({}) == "api"
