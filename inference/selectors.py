@@ -1,30 +1,102 @@
-"""Reads: ownership-checked lookups and the history a prompt is built from."""
+"""Reads: ownership-checked lookups, the branch of a conversation on show and the prompt an
+answer is built from, search, presets."""
 
 from __future__ import annotations
 
-from inference.models import Conversation, Generation, Message
+from collections import defaultdict
+
+from django.conf import settings
+from django.db.models import Exists, OuterRef, Q
+
+from inference.engine.sequence import SamplingParams
+from inference.models import Conversation, Generation, Message, Preset
+
+SEARCH_LIMIT = 50
+SNIPPET_CHARS = 120
+SNIPPET_LEAD = 40  # characters of context before the match
+
+
+def _is_id(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def conversation_for_user(*, user, conversation_id) -> Conversation | None:
-    if not isinstance(conversation_id, int) or isinstance(conversation_id, bool):
+    if not _is_id(conversation_id):
         return None
     return Conversation.objects.filter(id=conversation_id, user=user).first()
 
 
 def generation_for_user(*, user, generation_id) -> Generation | None:
-    if not isinstance(generation_id, int) or isinstance(generation_id, bool):
+    if not _is_id(generation_id):
         return None
     return Generation.objects.filter(id=generation_id, user=user).first()
+
+
+def message_for_user(*, user, message_id) -> Message | None:
+    """One of the user's messages, with its conversation (None for anyone else's)."""
+    if not _is_id(message_id):
+        return None
+    return Message.objects.select_related("conversation").filter(id=message_id, conversation__user=user).first()
 
 
 def conversation_list(*, user):
     return Conversation.objects.filter(user=user, source=Conversation.Source.CHAT).order_by("-updated_at")
 
 
+# --- the message tree ---------------------------------------------------------------------------
+
+
+class MessageTree:
+    """A conversation's messages, every branch, read in one query."""
+
+    def __init__(self, conversation_id: int, *, with_generations: bool = False):
+        rows = Message.objects.filter(conversation_id=conversation_id).order_by("id")
+        if with_generations:
+            rows = rows.select_related("generation")
+        self.messages: dict[int, Message] = {m.id: m for m in rows}
+        self.children: dict[int | None, list[int]] = defaultdict(list)
+        for m in self.messages.values():
+            self.children[m.parent_id].append(m.id)
+
+    def path(self, leaf_id: int | None) -> list[Message]:
+        """The messages from a root down to leaf_id (none when it is None or gone)."""
+        path: list[Message] = []
+        message = self.messages.get(leaf_id)
+        while message is not None and len(path) < len(self.messages):
+            path.append(message)
+            message = self.messages.get(message.parent_id)
+        path.reverse()
+        return path
+
+    def newest_below(self, message_id: int) -> int:
+        """The newest message of message_id's subtree (itself if it has no replies): the end of
+        the branch shown when a person picks it."""
+        newest, stack = message_id, [message_id]
+        while stack:
+            current = stack.pop()
+            newest = max(newest, current)
+            stack.extend(self.children.get(current, ()))
+        return newest
+
+    def shown_leaf(self, conversation: Conversation) -> int | None:
+        if conversation.current_leaf_id in self.messages:
+            return conversation.current_leaf_id
+        return max(self.messages, default=None)
+
+    def siblings(self, message: Message) -> dict:
+        """Where a message sits among its alternatives: index is 1-based ("2 / 3")."""
+        ids = self.children[message.parent_id]
+        return {"index": ids.index(message.id) + 1, "count": len(ids), "ids": ids}
+
+
 def prompt_messages(*, generation: Generation) -> list[dict]:
-    """The conversation up to this answer, as chat messages (empty answers left out)."""
-    rows = Message.objects.filter(conversation_id=generation.conversation_id, id__lt=generation.message_id)
-    return [{"role": m.role, "content": m.content} for m in rows.order_by("id") if m.content.strip()]
+    """The chat messages an answer is written from: its system prompt, then its branch from the
+    root down to the message it answers (empty answers left out)."""
+    tree = MessageTree(generation.conversation_id)
+    answer = tree.messages.get(generation.message_id)
+    path = tree.path(answer.parent_id) if answer is not None else []
+    system = [{"role": "system", "content": generation.system_prompt}] if generation.system_prompt.strip() else []
+    return system + [{"role": m.role, "content": m.content} for m in path if m.content.strip()]
 
 
 def queue_position(*, generation: Generation) -> int:
@@ -46,10 +118,94 @@ def generation_summary(generation: Generation | None) -> dict | None:
 
 
 def conversation_history(*, conversation: Conversation) -> list[dict]:
-    """Turns for the chat page, each answer with its state and metrics."""
-    messages = conversation.messages.select_related("generation").order_by("id")
+    """The branch on show, root first, for the chat page: each turn with its id, its answer's
+    state and metrics, and its alternatives (siblings) so the page can show and switch "2 / 3"."""
+    tree = MessageTree(conversation.id, with_generations=True)
     history = []
-    for m in messages:
+    for m in tree.path(tree.shown_leaf(conversation)):
         generation = getattr(m, "generation", None) if m.role == Message.Role.ASSISTANT else None
-        history.append({"role": m.role, "text": m.content, "generation": generation_summary(generation)})
+        history.append(
+            {
+                "id": m.id,
+                "role": m.role,
+                "text": m.content,
+                "generation": generation_summary(generation),
+                "siblings": tree.siblings(m),
+            }
+        )
     return history
+
+
+# --- search -------------------------------------------------------------------------------------
+
+
+def conversation_search(*, user, query: str) -> list[dict]:
+    """The user's chat conversations whose title or any message contains query (any case),
+    newest first, at most SEARCH_LIMIT, each with a snippet of the first matching message."""
+    if not query:
+        return []
+    matching = Message.objects.filter(conversation=OuterRef("pk"), content__icontains=query)
+    found = list(conversation_list(user=user).filter(Q(title__icontains=query) | Exists(matching))[:SEARCH_LIMIT])
+    snippets: dict[int, str] = {}
+    texts = (
+        Message.objects.filter(conversation_id__in=[c.id for c in found], content__icontains=query)
+        .order_by("id")
+        .values_list("conversation_id", "content")
+    )
+    for conversation_id, text in texts.iterator():
+        snippets.setdefault(conversation_id, snippet(text, query))
+    return [
+        {"id": c.id, "title": c.title, "snippet": snippets.get(c.id, ""), "updated_at": c.updated_at.isoformat()}
+        for c in found
+    ]
+
+
+def snippet(text: str, query: str) -> str:
+    """About SNIPPET_CHARS of text around the first match of query, on one line."""
+    at = max(text.lower().find(query.lower()), 0)
+    start = max(at - SNIPPET_LEAD, 0)
+    end = start + SNIPPET_CHARS
+    piece = " ".join(text[start:end].split())
+    return ("…" if start else "") + piece + ("…" if end < len(text) else "")
+
+
+# --- settings and presets -----------------------------------------------------------------------
+
+
+def settings_defaults() -> dict:
+    """What an answer uses where a conversation's setting is empty: the server's defaults."""
+    return {
+        "system_prompt": "",
+        "temperature": settings.HOMEAI_TEMPERATURE,
+        "top_p": SamplingParams.top_p,
+        "max_tokens": settings.HOMEAI_MAX_TOKENS,
+    }
+
+
+def preset_list(*, user) -> list[dict]:
+    """The built-in presets (id: their key) and then the user's own (id: a number). A preset's
+    settings are the ones it changes: the built-ins hold only temperature and top_p."""
+    builtin = [
+        {"id": key, "name": values["name"], "builtin": True, "settings": _without_name(values)}
+        for key, values in Preset.BUILTIN.items()
+    ]
+    return builtin + [preset_entry(p) for p in user.presets.all()]
+
+
+def preset_entry(preset: Preset) -> dict:
+    return {"id": preset.id, "name": preset.name, "builtin": False, "settings": preset.settings()}
+
+
+def _without_name(values: dict) -> dict:
+    return {k: v for k, v in values.items() if k != "name"}
+
+
+def preset_settings(*, user, preset) -> dict | None:
+    """The settings a preset holds (a built-in's key, or the id of one of the user's own);
+    None when there is no such preset."""
+    if isinstance(preset, str) and preset in Preset.BUILTIN:
+        return _without_name(Preset.BUILTIN[preset])
+    if not _is_id(preset):
+        return None
+    own = Preset.objects.filter(id=preset, user=user).first()
+    return own.settings() if own is not None else None

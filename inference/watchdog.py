@@ -19,9 +19,11 @@ async def _sweep_forever() -> None:
     interval = max(settings.HOMEAI_WORKER_TTL / 4, 0.5)
     notified: set[int] = set()
     resent: set[int] = set()
+    suspects: dict[int, float] = {}
     while True:
         try:
             await database_sync_to_async(sweeps.generations_interrupt_orphans)()
+            await database_sync_to_async(sweeps.generations_interrupt_lost)(suspects=suspects)
             await database_sync_to_async(sweeps.generations_notify_no_worker)(notified=notified)
             await database_sync_to_async(sweeps.generations_resend_stale)(resent=resent)
         except Exception:

@@ -19,4 +19,7 @@ echo
 echo "HomeAI is starting: open http://localhost:$PORT (or this machine's address on your network)."
 echo "The first visit creates the admin account. Stop with Ctrl+C."
 echo
-"$BIN/daphne" -b "$HOST" -p "$PORT" --proxy-headers homeai.asgi:application
+# X-Forwarded-* headers are believed only behind the proxy the admin said is there.
+proxy=()
+case "${HOMEAI_BEHIND_TLS_PROXY:-}" in 1 | true | yes | on) proxy=(--proxy-headers) ;; esac
+"$BIN/daphne" -b "$HOST" -p "$PORT" "${proxy[@]}" homeai.asgi:application

@@ -16,7 +16,7 @@ import pytest
 from django.conf import settings
 
 from inference import redis_client
-from inference.model_library import ensure_bundled_model
+from inference.model_library import ensure_bundled_models
 from inference.models import Generation
 from tests import factories
 from tests.support import ChatSocket, session_cookie, wait_until
@@ -88,19 +88,21 @@ class WorkerProcess:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def bundled_model():
-    """The bundled model in the test models folder: a hard link to the one `make` assembled
-    (no 253 MB copy), or assembled from its package."""
-
-    target = Path(settings.BUNDLED_MODEL_PATH)
-    source = ROOT / "data" / "models" / target.name
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.exists():
+def bundled_models():
+    """The bundled models in the test models folder: hard links to the ones `make` wrote into
+    data/models (no copies), else written from their packages."""
+    for target in (Path(settings.BUNDLED_CHAT_MODEL_PATH), Path(settings.BUNDLED_BASE_MODEL_PATH)):
+        source = ROOT / "data" / "models" / target.name
+        if not target.exists() and source.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
             os.link(source, target)
-        else:
-            ensure_bundled_model()
-    return target
+    ensure_bundled_models()
+
+
+@pytest.fixture
+def bundled_model(bundled_models):
+    """The bundled base model (Gemma 3 270M): what the model-library tests describe and copy."""
+    return Path(settings.BUNDLED_BASE_MODEL_PATH)
 
 
 @pytest.fixture(scope="session")

@@ -51,8 +51,11 @@ def generation_metrics(**fields) -> dict:
 def finished_generation(owner, *, prompt: str, answer: str, t_arrive: float | None = None, **fields) -> Generation:
     """A stored, finished answer in a conversation of its own (prompt, answer, metrics)."""
     conversation = Conversation.objects.create(user=owner, title=prompt[:40])
-    Message.objects.create(conversation=conversation, role=Message.Role.USER, content=prompt)
-    reply = Message.objects.create(conversation=conversation, role=Message.Role.ASSISTANT, content=answer)
+    question = Message.objects.create(conversation=conversation, role=Message.Role.USER, content=prompt)
+    reply = Message.objects.create(
+        conversation=conversation, parent=question, role=Message.Role.ASSISTANT, content=answer
+    )
+    Conversation.objects.filter(id=conversation.id).update(current_leaf=reply)
     words = answer.split(" ")
     metrics = generation_metrics(token_texts=words[:8] + [""] * max(0, 8 - len(words)), finished_at=timezone.now())
     metrics.update(fields)
@@ -60,3 +63,13 @@ def finished_generation(owner, *, prompt: str, answer: str, t_arrive: float | No
     return Generation.objects.create(
         user=owner, conversation=conversation, message=reply, max_tokens=8, t_arrive_ns=int(t_arrive * 1e9), **metrics
     )
+
+
+def finish(generation: Generation, answer: str = "An answer.") -> Generation:
+    """A queued answer, written at once, as a worker would leave it (no worker involved)."""
+    Message.objects.filter(id=generation.message_id).update(content=answer)
+    Generation.objects.filter(id=generation.id).update(
+        **generation_metrics(token_texts=[""] * 8, finished_at=timezone.now())
+    )
+    generation.refresh_from_db()
+    return generation

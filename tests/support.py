@@ -44,6 +44,18 @@ def wait_until(predicate: Callable[[], object], timeout: float, interval: float 
     return bool(predicate())
 
 
+def markdown_html(page, text: str) -> str:
+    """The HTML the chat page's HomeAI.renderMarkdown draws for text: what an answer shows."""
+    return page.evaluate(
+        """text => {
+            const box = document.createElement("div");
+            HomeAI.renderMarkdown(box, text);
+            return box.innerHTML;
+        }""",
+        text,
+    )
+
+
 def session_cookie(user) -> str:
 
     client = Client()
@@ -60,8 +72,14 @@ class ChatSocket:
         if session_id:
             headers["Cookie"] = f"sessionid={session_id}"
         self._stack = ExitStack()
+        # No keepalive pings: on a busy 2-core box a pong can take longer than websockets' 20 s
+        # default, and that closed sockets mid-test; every wait here has its own timeout instead.
+        # max_queue=None: unread frames never pause the reading thread, which must keep answering
+        # the server's pings while the test waits on something else (a browser page).
         self.ws = self._stack.enter_context(
-            ws_connect(ws_url, additional_headers=headers, open_timeout=10, max_size=None)
+            ws_connect(
+                ws_url, additional_headers=headers, open_timeout=60, max_size=None, ping_interval=None, max_queue=None
+            )
         )
 
     def send(self, message: dict) -> None:
@@ -86,7 +104,7 @@ class ChatSocket:
             if until(event):
                 return events
 
-    def chat(self, text: str, conversation: int | None = None, timeout: float = 120, **extra) -> list[dict]:
+    def chat(self, text: str, conversation: int | None = None, timeout: float = 600, **extra) -> list[dict]:
         """Send a message and return every event until its answer ends."""
         self.send({"type": "chat.send", "conversation": conversation, "text": text, **extra})
         return self.collect(lambda e: e["type"] in DONE_TYPES, timeout=timeout)

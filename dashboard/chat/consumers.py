@@ -1,4 +1,5 @@
-"""The chat socket: `chat.*` messages in, `generation.*` events out (see README, WebSocket contract)."""
+"""The chat socket: `chat.*` messages in, `generation.*` and `conversation.*` events out (see README,
+WebSocket contract)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from channels.db import database_sync_to_async
 from homeai.sockets import SignedInGroupConsumer
 from inference import broadcast, events, selectors
 from inference.errors import ClientError
-from inference.services import generations
+from inference.services import conversations, generations
 
 log = logging.getLogger(__name__)
 
@@ -25,11 +26,12 @@ class ChatConsumer(SignedInGroupConsumer):
         # Parsed here rather than in decode_json so bad input gets an answer, not a closed socket.
         try:
             content = self._parse(text_data, bytes_data)
-            handler = self._handlers().get(content.get("type"))
+            handlers = self._handlers()
+            handler = handlers.get(content.get("type"))
             if handler is None:
                 raise ClientError(
                     "unknown_type",
-                    f"Unknown message type {content.get('type')!r}; expected chat.send, chat.cancel or chat.ttft.",
+                    f"Unknown message type {content.get('type')!r}; expected one of {', '.join(handlers)}.",
                 )
             await handler(content)
         except ClientError as exc:
@@ -49,7 +51,15 @@ class ChatConsumer(SignedInGroupConsumer):
         return content
 
     def _handlers(self) -> dict:
-        return {"chat.send": self.chat_send, "chat.cancel": self.chat_cancel, "chat.ttft": self.chat_ttft}
+        return {
+            "chat.send": self.chat_send,
+            "chat.cancel": self.chat_cancel,
+            "chat.ttft": self.chat_ttft,
+            "chat.regenerate": self.chat_regenerate,
+            "chat.edit": self.chat_edit,
+            "chat.switch": self.chat_switch,
+            "chat.settings": self.chat_settings,
+        }
 
     async def chat_send(self, content: dict) -> None:
         generation = await database_sync_to_async(generations.generation_create)(
@@ -58,14 +68,64 @@ class ChatConsumer(SignedInGroupConsumer):
             text=content.get("text"),
             max_tokens=content.get("max_tokens"),
             options=content.get("options"),
+            settings=content.get("settings"),
+            preset=content.get("preset"),
         )
-        position, title = await database_sync_to_async(self._queued_info)(generation)
-        await self.send_json(events.queued(generation, position=position, title=title))
+        changed = content.get("settings") is not None or content.get("preset") is not None
+        await self._answer_queued(generation, settings=changed)
+
+    async def chat_regenerate(self, content: dict) -> None:
+        await self._new_branch(generations.generation_regenerate, content)
+
+    async def chat_edit(self, content: dict) -> None:
+        await self._new_branch(generations.generation_edit, content, text=content.get("text"))
+
+    async def _new_branch(self, create, content: dict, **fields) -> None:
+        """A new answer on a new branch (regenerate, edit): the branch, then the answer's events."""
+        generation = await database_sync_to_async(create)(
+            user=self.user,
+            message_id=content.get("message"),
+            max_tokens=content.get("max_tokens"),
+            options=content.get("options"),
+            **fields,
+        )
+        await self._answer_queued(generation, branch=True)
+
+    async def _answer_queued(self, generation, *, branch: bool = False, settings: bool = False) -> None:
+        """Tell the socket the answer is queued (after the branch it is on, if that changed),
+        then send it to a worker."""
+        for event in await database_sync_to_async(self._queued_events)(generation, branch, settings):
+            await self.send_json(event)
         await database_sync_to_async(generations.generation_enqueue)(generation=generation)
 
+    def _queued_events(self, generation, branch: bool, settings: bool) -> list[dict]:
+        conversation = generation.conversation
+        position = selectors.queue_position(generation=generation)
+        out = [events.queued(generation, position=position, title=conversation.title)]
+        if branch:
+            out.insert(0, self._branch_event(conversation))
+        if settings:
+            out.append(events.settings(conversation))
+        return out
+
+    async def chat_switch(self, content: dict) -> None:
+        conversation = await database_sync_to_async(conversations.conversation_switch)(
+            user=self.user, message_id=content.get("message")
+        )
+        await self.send_json(await database_sync_to_async(self._branch_event)(conversation))
+
     @staticmethod
-    def _queued_info(generation) -> tuple[int, str]:
-        return selectors.queue_position(generation=generation), generation.conversation.title
+    def _branch_event(conversation) -> dict:
+        return events.branch(conversation, selectors.conversation_history(conversation=conversation))
+
+    async def chat_settings(self, content: dict) -> None:
+        conversation = await database_sync_to_async(conversations.conversation_settings_update)(
+            user=self.user,
+            conversation_id=content.get("conversation"),
+            settings=content.get("settings"),
+            preset=content.get("preset"),
+        )
+        await self.send_json(events.settings(conversation))
 
     async def chat_cancel(self, content: dict) -> None:
         cancel = database_sync_to_async(generations.generation_cancel)

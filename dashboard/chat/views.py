@@ -1,14 +1,24 @@
-"""The chat pages: a conversation with its history, the list beside it, and deleting one."""
+"""The chat pages: a conversation with its history, the list beside it, and the JSON endpoints the
+page calls (rename, delete, search, presets)."""
 
 from __future__ import annotations
 
+import json
+from functools import wraps
+
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from inference import selectors
+from inference.errors import ClientError
+from inference.models import Conversation
+from inference.services import conversations, presets
+from inference.services.validation import SYSTEM_PROMPT_CHARS, validate_limited_text
+
+SEARCH_CHARS = 200
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -31,6 +41,11 @@ def chat(request: HttpRequest, conversation_id: int | None = None) -> HttpRespon
         "default_max_tokens": settings.HOMEAI_MAX_TOKENS,
         "max_tokens_limit": settings.HOMEAI_MAX_TOKENS_LIMIT,
         "max_chars": settings.HOMEAI_MAX_PROMPT_CHARS,
+        # This conversation's settings (empty or null: the default below), for a new chat all empty.
+        "settings": (conversation or Conversation()).settings(),
+        "defaults": selectors.settings_defaults(),
+        "system_prompt_chars": SYSTEM_PROMPT_CHARS,
+        "presets": selectors.preset_list(user=request.user),
     }
     context = {
         "conversations": selectors.conversation_list(user=request.user)[:200],
@@ -49,3 +64,69 @@ def conversation_delete(request: HttpRequest, conversation_id: int) -> HttpRespo
         raise Http404("No such conversation.")
     conversation.delete()
     return redirect("chat")
+
+
+def json_endpoint(view):
+    """A JSON view: a ClientError becomes {code, message, field} with 404 (not_found) or 400."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> JsonResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except ClientError as exc:
+            body = {"code": exc.code, "message": exc.message, "field": exc.field}
+            return JsonResponse(body, status=404 if exc.code == "not_found" else 400)
+
+    return wrapper
+
+
+def request_data(request: HttpRequest) -> dict:
+    """A POST's fields: a JSON object body, or form fields."""
+    if request.content_type != "application/json":
+        return request.POST.dict()
+    try:
+        data = json.loads(request.body or b"{}")
+    except ValueError:
+        raise ClientError("bad_json", "The request body is not valid JSON.") from None
+    if not isinstance(data, dict):
+        raise ClientError("bad_request", "Send a JSON object.")
+    return data
+
+
+@login_required
+@require_POST
+@json_endpoint
+def conversation_rename(request: HttpRequest, conversation_id: int) -> JsonResponse:
+    conversation = conversations.conversation_rename(
+        user=request.user, conversation_id=conversation_id, title=request_data(request).get("title")
+    )
+    return JsonResponse({"id": conversation.id, "title": conversation.title})
+
+
+@login_required
+@require_GET
+@json_endpoint
+def conversation_search(request: HttpRequest) -> JsonResponse:
+    query = validate_limited_text(
+        request.GET.get("q", ""), field="q", what="The search", limit=SEARCH_CHARS, required=False
+    )
+    return JsonResponse({"query": query, "results": selectors.conversation_search(user=request.user, query=query)})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@json_endpoint
+def preset_index(request: HttpRequest) -> JsonResponse:
+    if request.method == "POST":
+        data = request_data(request)
+        preset = presets.preset_create(user=request.user, name=data.get("name"), settings=data.get("settings"))
+        return JsonResponse({"preset": selectors.preset_entry(preset)}, status=201)
+    return JsonResponse({"presets": selectors.preset_list(user=request.user)})
+
+
+@login_required
+@require_POST
+@json_endpoint
+def preset_delete(request: HttpRequest, preset_id: int) -> JsonResponse:
+    presets.preset_delete(user=request.user, preset_id=preset_id)
+    return JsonResponse({"deleted": preset_id})

@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.http import urlencode
 
 from dashboard.latency import text
-from inference import probe, redis_client
+from inference import probe, redis_client, selectors
 from inference.models import Generation, Message
 from inference.worker import registry
 
@@ -110,14 +110,8 @@ def can_see_text(viewer, owner_id: int) -> bool:
 
 
 def _prompt_subquery() -> Subquery:
-    # The user message right before the answer in its conversation is the turn it replies to.
-    return Subquery(
-        Message.objects.filter(
-            conversation_id=OuterRef("conversation_id"), role=Message.Role.USER, id__lt=OuterRef("message_id")
-        )
-        .order_by("-id")
-        .values("content")[:1]
-    )
+    # The answer's parent message is the turn it replies to.
+    return Subquery(Message.objects.filter(children=OuterRef("message_id")).values("content")[:1])
 
 
 def generations(filters: Filters) -> QuerySet[Generation]:
@@ -185,6 +179,7 @@ def generation_detail(*, viewer, generation_id: int) -> dict | None:
     if g is None:
         return None
     visible = can_see_text(viewer, g.user_id)
+    system = [m["content"] for m in selectors.prompt_messages(generation=g) if m["role"] == "system"] if visible else []
     row = metric_row(g)
     texts = list(getattr(g, "token_texts", None) or [])
     times = row["token_times_ms"]
@@ -204,6 +199,7 @@ def generation_detail(*, viewer, generation_id: int) -> dict | None:
         "row": row,
         "visible": visible,
         "prompt": g.prompt_text if visible else None,
+        "system_prompt": "\n\n".join(system) if visible else None,
         "answer": g.message.content if visible else None,
         "tokens": tokens,
         "has_token_texts": bool(texts),

@@ -170,14 +170,20 @@ def _filename(filters: payload.Filters, ext: str) -> str:
     return f"homeai-metrics-{filters.range}-{timezone.localtime():%Y%m%d-%H%M}.{ext}"
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def csv_value(value) -> str:
-    """One CSV cell: empty for no value, JSON for lists, true/false for booleans, repr-exact floats."""
+    """One CSV cell: empty for no value, JSON for lists, true/false for booleans, repr-exact floats,
+    and text that a spreadsheet would read as a formula quoted."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list | dict):
         return json.dumps(value, separators=(",", ":"))
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value  # a spreadsheet would run it as a formula (a client name is anyone's text)
     return str(value)
 
 

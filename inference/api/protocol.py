@@ -9,6 +9,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.http import JsonResponse
 
 from inference.errors import ClientError
@@ -197,6 +198,14 @@ def _messages(data: dict) -> list[dict]:
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _bad("messages must be a non-empty list of {role, content} objects.", "messages", "invalid_type")
+    limit = settings.HOMEAI_MAX_MESSAGES
+    if len(messages) > limit:
+        raise _bad(
+            f"This request has {len(messages):,} messages; the limit is {limit:,}. Send the recent part "
+            "of the conversation (the model only reads what fits its context anyway).",
+            "messages",
+            "too_many_messages",
+        )
     turns = []
     for i, message in enumerate(messages):
         if not isinstance(message, dict):

@@ -54,12 +54,25 @@ class Engine:
         self._thread = threading.Thread(target=self._run_forever, name="homeai-engine", daemon=True)
         self._stopping = False
         self._retiring = False
+        # submit() and the thread's exit agree under this lock, so no sequence is handed to an
+        # engine that will never run it (a model switch retires an engine a task just got).
+        self._door = threading.Lock()
+        self._closed = False
         self.load_error: EngineError | None = None
         self._thread.start()
 
     # --- called from other threads -----------------------------------------------------------
-    def submit(self, seq: Sequence) -> None:
-        self._inbox.put(Submit(seq))
+    def submit(self, seq: Sequence) -> bool:
+        """Take a sequence; False when this engine is retiring or stopped (ask for the new one)."""
+        with self._door:
+            if self._closed:
+                return False
+            self._inbox.put(Submit(seq))
+            return True
+
+    @property
+    def thread_alive(self) -> bool:
+        return self._thread.is_alive()
 
     def cancel(self, seq_id: int) -> None:
         self._inbox.put(Cancel(seq_id))
@@ -71,11 +84,15 @@ class Engine:
 
     def retire(self) -> None:
         """Finish the sequences it holds, then unload (a newer engine takes new requests)."""
-        self._inbox.put(Retire())
+        with self._door:
+            self._closed = True  # what was submitted before this still runs; nothing after
+            self._inbox.put(Retire())
 
     def stop(self) -> None:
-        self._stopping = True
-        self._inbox.put(Stop())
+        with self._door:
+            self._closed = True
+            self._stopping = True
+            self._inbox.put(Stop())
         self._thread.join(timeout=30)
 
     def status(self) -> dict:
@@ -113,7 +130,21 @@ class Engine:
             except Exception as exc:  # the engine thread must never die silently
                 log.exception("engine step failed")
                 self._fail_all(EngineError("engine_error", f"The engine failed: {exc}"))
+        with self._door:
+            self._closed = True
+        self._fail_all(EngineError("worker_stopping", "The worker stopped before finishing this answer."))
+        self._refuse_unread()
         self.runner.close()
+
+    def _refuse_unread(self) -> None:
+        """End the sequences still in the inbox when the thread exits: none is left waiting."""
+        while True:
+            try:
+                command = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(command, Submit):
+                command.seq.emit(ErrorEvent("worker_stopping", "The worker stopped before starting this answer."))
 
     def _drain_inbox(self, *, block: bool) -> None:
         commands: list[Command] = []
@@ -174,6 +205,10 @@ class Engine:
                 prompt = self.runner.prompts.build(seq.messages, reserve=reserve)
         except EngineError as exc:
             seq.emit(ErrorEvent(exc.code, exc.message))
+            return
+        except Exception as exc:  # one request's prompt must never fail the others
+            log.exception("prompt for sequence %s failed", seq.seq_id)
+            seq.emit(ErrorEvent("prompt_error", f"The prompt could not be built: {exc}"))
             return
         seq.prompt_tokens = prompt.tokens
         seq.stop_filter = StopStringFilter(tuple(seq.params.stop) + prompt.stop)

@@ -53,8 +53,36 @@ def _raise_template_error(message: str) -> NoReturn:
     raise EngineError("template_error", f"The model's chat template refused the conversation: {message}")
 
 
+def fold_system(messages: list[dict]) -> list[dict]:
+    """The system message folded into the first user turn, for templates without a system role
+    (Gemma's, Mistral's): what those models are trained to read."""
+    system = "\n\n".join(m["content"].strip() for m in messages if m["role"] == "system")
+    turns = [dict(m) for m in messages if m["role"] != "system"]
+    for turn in turns:
+        if turn["role"] == "user":
+            turn["content"] = f"{system}\n\n{turn['content']}" if system else turn["content"]
+            break
+    return turns
+
+
+def _cut_points(turns: list[dict]) -> list[int]:
+    """How many of the oldest turns may be dropped, in the order they go: a user turn and the
+    answer after it together, one message otherwise; the last message always stays."""
+    cuts = [0]
+    while len(turns) - cuts[-1] > 1:
+        p = cuts[-1]
+        pair = len(turns) - p > 2 and turns[p]["role"] == "user" and turns[p + 1]["role"] == "assistant"
+        cuts.append(p + (2 if pair else 1))
+    return cuts
+
+
 class ChatTemplate:
-    """The chat template a GGUF carries (Jinja), run in a sandbox: it is the model file's code."""
+    """The chat template a GGUF carries (Jinja), run in a sandbox: it is the model file's code.
+
+    Rendered as transformers and llama.cpp render it: bos_token and eos_token are the model's,
+    and whatever the template writes (BOS included) is kept; PromptBuilder adds a BOS only where
+    the model asks for one and the template did not write it.
+    """
 
     def __init__(self, source: str, *, bos: str, eos: str):
         env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
@@ -63,22 +91,34 @@ class ChatTemplate:
         self.bos, self.eos = bos, eos
 
     def render(self, messages: list[dict]) -> str:
-        text = self._template.render(
-            messages=messages, add_generation_prompt=True, bos_token=self.bos, eos_token=self.eos
-        )
-        # The template may write BOS itself; don't let the tokenizer add a second one.
-        if self.bos and text.startswith(self.bos):
-            text = text[len(self.bos) :]
-        return text
+        try:
+            return self._render(messages)
+        except EngineError:
+            if not any(m["role"] == "system" for m in messages):
+                raise
+            return self._render(fold_system(messages))  # a template without a system role
+
+    def _render(self, messages: list[dict]) -> str:
+        try:
+            return self._template.render(
+                messages=messages, add_generation_prompt=True, bos_token=self.bos, eos_token=self.eos
+            )
+        except EngineError:
+            raise
+        except Exception as exc:  # the template is the model file's code: any failure is its refusal
+            _raise_template_error(f"{type(exc).__name__}: {exc}")
 
 
 class PromptBuilder:
     """One model's way from messages (or a completion's raw text) to a sequence's tokens."""
 
-    def __init__(self, tokenizer: Tokenizer, template: ChatTemplate | None, *, n_ctx: int):
+    def __init__(
+        self, tokenizer: Tokenizer, template: ChatTemplate | None, *, n_ctx: int, bos_token: int | None = None
+    ):
         self.tokenizer = tokenizer
         self.template = template
         self.n_ctx = n_ctx  # one sequence's context
+        self.bos_token = bos_token  # the BOS id when the model's GGUF asks for one (add_bos_token)
 
     def render(self, messages: list[dict]) -> tuple[str, tuple[str, ...]]:
         """The prompt text and the stop strings that end the model's turn in it."""
@@ -89,24 +129,62 @@ class PromptBuilder:
     def build(self, messages: list[dict], *, reserve: int) -> Prompt:
         """Render and tokenize; drop the oldest turns while the prompt plus `reserve` won't fit.
 
-        1. Render the whole conversation and tokenize it.
-        2. While it is too long and more than the last message remains, drop the oldest
-           non-system message (a user turn and its answer go together).
-        3. If the last message alone does not fit the context, it is an error the user can fix.
+        1. Render the whole conversation and tokenize it: most prompts fit, and this is all.
+        2. Otherwise the cut points: the oldest non-system message goes first, a user turn and
+           its answer together, the last message always stays.
+        3. Tokenize each turn's text once; the prefix sums say how far to cut so that at least
+           the surplus is gone (a turn's markup only makes its drop larger), and a binary search
+           between there and the full conversation finds the smallest cut that fits: a few
+           renders, not one per dropped turn (a 20,000-message request would take minutes).
+        4. If the last message alone does not fit the context, it is an error the user can fix.
         """
         system = [m for m in messages if m["role"] == "system"]
         turns = [m for m in messages if m["role"] != "system"]
-        dropped = 0
-        while True:
-            text, stop = self.render(system + turns)
-            tokens = self.tokenizer.tokenize(text)
-            if len(tokens) + reserve <= self.n_ctx or len(turns) <= 1:
-                break
-            cut = 2 if len(turns) > 2 and turns[0]["role"] == "user" and turns[1]["role"] == "assistant" else 1
-            turns = turns[cut:]
-            dropped += cut
+
+        def attempt(cut: int) -> tuple[list[int], tuple[str, ...]]:
+            text, stop = self.render(system + turns[cut:])
+            return self._tokenize_rendered(text), stop
+
+        tokens, stop = attempt(0)
+        surplus = len(tokens) + reserve - self.n_ctx
+        cuts = _cut_points(turns)
+        if surplus <= 0 or len(cuts) == 1:
+            self._check_fits(tokens)
+            return self._prompt(tokens, 0, stop)
+        dropped_tokens = [0]
+        for turn in turns:
+            dropped_tokens.append(dropped_tokens[-1] + len(self.tokenizer.tokenize(turn["content"], add_special=False)))
+        hi = next((i for i, cut in enumerate(cuts) if dropped_tokens[cut] >= surplus), len(cuts) - 1)
+        found = attempt(cuts[hi])
+        if len(found[0]) + reserve > self.n_ctx:
+            hi = len(cuts) - 1  # the estimate fell short: only the last message is sure to be smallest
+            found = attempt(cuts[hi])
+        lo = 0  # the full conversation does not fit
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            tried = attempt(cuts[mid])
+            if len(tried[0]) + reserve <= self.n_ctx:
+                hi, found = mid, tried
+            else:
+                lo = mid
+        tokens, stop = found
         self._check_fits(tokens)
+        return self._prompt(tokens, cuts[hi], stop)
+
+    def _prompt(self, tokens: list[int], dropped: int, stop: tuple[str, ...]) -> Prompt:
         return Prompt(tokens=tokens, dropped_messages=dropped, stop=stop, stop_tokens=self.special_tokens(stop))
+
+    def _tokenize_rendered(self, text: str) -> list[int]:
+        """A rendered conversation's tokens. Gemma markup: BOS per the model, as any text. A chat
+        template's text: its special tokens parsed, nothing added but the BOS the model asks
+        for when the template did not write it (a model whose BOS is a turn marker, such as
+        ChatML's <|im_start|> with add_bos_token false, gets exactly the template's tokens)."""
+        if self.template is None:
+            return self.tokenizer.tokenize(text)
+        tokens = self.tokenizer.tokenize(text, add_special=False)
+        if self.bos_token is not None and tokens[:1] != [self.bos_token]:
+            tokens.insert(0, self.bos_token)
+        return tokens
 
     def build_raw(self, text: str) -> Prompt:
         """A completion prompt: the text as is (BOS added per the model), no turns, no stops."""

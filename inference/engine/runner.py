@@ -127,7 +127,9 @@ class Runner:
                 bos=self._token_text(llama_cpp.llama_vocab_bos(self.vocab)),
                 eos=self._token_text(llama_cpp.llama_vocab_eos(self.vocab)),
             )
-        self.prompts = PromptBuilder(self, template, n_ctx=cfg.n_ctx_seq)
+        add_bos = llama_cpp.llama_vocab_get_add_bos(self.vocab)
+        bos_token = int(llama_cpp.llama_vocab_bos(self.vocab)) if add_bos else None
+        self.prompts = PromptBuilder(self, template, n_ctx=cfg.n_ctx_seq, bos_token=bos_token)
         desc = ctypes.create_string_buffer(256)
         llama_cpp.llama_model_desc(model, desc, len(desc))
         self.info = ModelInfo(

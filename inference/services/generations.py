@@ -1,4 +1,5 @@
-"""Writes for one answer: create it (from the chat or an API request), send it, cancel it."""
+"""Writes for one answer: create it (from the chat, as a regenerated answer, after an edit, or from an
+API request), send it, cancel it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from django.utils import timezone
 from inference import broadcast, events, redis_client, selectors
 from inference.errors import ClientError
 from inference.metrics import record_generation
-from inference.models import Conversation, Generation, Message
+from inference.models import ChatSettings, Conversation, Generation, Message
+from inference.services.conversations import conversation_idle, own_message, settings_changes
 from inference.services.validation import validate_max_tokens, validate_sampling, validate_text, validate_ttft_ms
 from inference.worker import registry
 
@@ -19,39 +21,111 @@ TITLE_CHARS = 60
 
 
 def generation_create(
-    *, user, conversation_id, text, max_tokens=None, options=None, client: str = "chat"
+    *,
+    user,
+    conversation_id,
+    text,
+    max_tokens=None,
+    options=None,
+    client: str = "chat",
+    settings=None,
+    preset=None,
 ) -> Generation:
-    """Store the user's message and a queued answer (committed; generation_enqueue sends it)."""
+    """Store the user's message and a queued answer (committed; generation_enqueue sends it).
+
+    The message continues the branch on show. settings / preset change the conversation's
+    settings first (a new conversation starts with them); max_tokens and options are this
+    answer's own, over the conversation's settings."""
     text = validate_text(text)
-    max_tokens = validate_max_tokens(max_tokens)
-    sampling = validate_sampling(options)
+    changes = settings_changes(user=user, settings=settings, preset=preset)
+    max_tokens, sampling = _answer_options(max_tokens, options)
     _check_waiting_limit()
     t_arrive_ns = time.time_ns()
     with transaction.atomic():
         if conversation_id is None:
             title = " ".join(text.split())[:TITLE_CHARS]
-            conversation = Conversation.objects.create(user=user, title=title)
+            conversation = Conversation.objects.create(user=user, title=title, **changes)
         else:
-            conversation = selectors.conversation_for_user(user=user, conversation_id=conversation_id)
-            if conversation is None:
-                raise ClientError("not_found", "That conversation does not exist.", field="conversation")
-            if conversation.generations.filter(status__in=Generation.ACTIVE).exists():
-                raise ClientError(
-                    "busy", "An answer is still being written in this conversation: wait for it or press Stop."
-                )
-            conversation.save(update_fields=["updated_at"])
-        Message.objects.create(conversation=conversation, role=Message.Role.USER, content=text)
-        reply = Message.objects.create(conversation=conversation, role=Message.Role.ASSISTANT, content="")
-        generation = Generation.objects.create(
-            user=user,
-            conversation=conversation,
-            message=reply,
-            client=client,
-            model_name=settings.HOMEAI_MODEL_PATH.name,
-            max_tokens=max_tokens,
-            sampling=sampling,
-            t_arrive_ns=t_arrive_ns,
+            conversation = conversation_idle(user=user, conversation_id=conversation_id)
+            for name, value in changes.items():
+                setattr(conversation, name, value)
+        parent_id = conversation.current_leaf_id or conversation.messages.values_list("id", flat=True).last()
+        prompt = Message.objects.create(
+            conversation=conversation, parent_id=parent_id, role=Message.Role.USER, content=text
         )
+        return _answer(
+            conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns, client=client
+        )
+
+
+def generation_regenerate(*, user, message_id, max_tokens=None, options=None) -> Generation:
+    """A new answer to the same message, beside the earlier ones (which stay, switchable).
+
+    message_id: an answer, or the user's message it answers."""
+    message = own_message(user=user, message_id=message_id)
+    prompt = message.parent if message.role == Message.Role.ASSISTANT else message
+    if prompt is None or message.role == Message.Role.SYSTEM:
+        raise ClientError("bad_request", "Pick an answer, or the message it answers, to regenerate.", field="message")
+    max_tokens, sampling = _answer_options(max_tokens, options)
+    _check_waiting_limit()
+    t_arrive_ns = time.time_ns()
+    with transaction.atomic():
+        conversation = conversation_idle(user=user, conversation_id=message.conversation_id)
+        return _answer(conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns)
+
+
+def generation_edit(*, user, message_id, text, max_tokens=None, options=None) -> Generation:
+    """An edited copy of one of the user's messages, with a new answer: a new branch beside the
+    original, which stays (switchable)."""
+    message = own_message(user=user, message_id=message_id)
+    if message.role != Message.Role.USER:
+        raise ClientError("bad_request", "Only your own messages can be edited.", field="message")
+    text = validate_text(text)
+    max_tokens, sampling = _answer_options(max_tokens, options)
+    _check_waiting_limit()
+    t_arrive_ns = time.time_ns()
+    with transaction.atomic():
+        conversation = conversation_idle(user=user, conversation_id=message.conversation_id)
+        prompt = Message.objects.create(
+            conversation=conversation, parent_id=message.parent_id, role=Message.Role.USER, content=text
+        )
+        return _answer(conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns)
+
+
+def _answer_options(max_tokens, options) -> tuple[int | None, dict]:
+    """One answer's own max_tokens (None: the conversation's) and sampling options, checked."""
+    return (None if max_tokens is None else validate_max_tokens(max_tokens)), validate_sampling(options)
+
+
+def _answer(
+    conversation: Conversation,
+    prompt: Message,
+    *,
+    max_tokens: int | None,
+    sampling: dict,
+    t_arrive_ns: int,
+    client: str = "chat",
+    raw_prompt: bool = False,
+) -> Generation:
+    """A queued answer to prompt under the conversation's settings, now the branch on show."""
+    reply = Message.objects.create(conversation=conversation, parent=prompt, role=Message.Role.ASSISTANT, content="")
+    if max_tokens is None:
+        stored = conversation.max_tokens
+        max_tokens = min(stored, settings.HOMEAI_MAX_TOKENS_LIMIT) if stored else settings.HOMEAI_MAX_TOKENS
+    generation = Generation.objects.create(
+        user_id=conversation.user_id,
+        conversation=conversation,
+        message=reply,
+        client=client[:32] or "api",
+        raw_prompt=raw_prompt,
+        model_name=settings.HOMEAI_MODEL_PATH.name,
+        max_tokens=max_tokens,
+        sampling={**conversation.sampling(), **sampling},
+        system_prompt=conversation.system_prompt,
+        t_arrive_ns=t_arrive_ns,
+    )
+    conversation.current_leaf = reply
+    conversation.save(update_fields=["current_leaf", "updated_at", *ChatSettings.FIELDS])
     return generation
 
 
@@ -83,18 +157,17 @@ def generation_create_api(
     title = f"API · {client}: " + " ".join(turns[-1]["content"].split())[:TITLE_CHARS]
     with transaction.atomic():
         conversation = Conversation.objects.create(user=user, title=title[:120], source=Conversation.Source.API)
-        Message.objects.bulk_create(Message(conversation=conversation, **t) for t in turns)
-        reply = Message.objects.create(conversation=conversation, role=Message.Role.ASSISTANT, content="")
-        return Generation.objects.create(
-            user=user,
-            conversation=conversation,
-            message=reply,
-            client=client[:32] or "api",
-            raw_prompt=prompt is not None,
-            model_name=settings.HOMEAI_MODEL_PATH.name,
+        last = None
+        for turn in turns:
+            last = Message.objects.create(conversation=conversation, parent=last, **turn)
+        return _answer(
+            conversation,
+            last,
             max_tokens=max_tokens,
             sampling=sampling,
             t_arrive_ns=t_arrive_ns,
+            client=client,
+            raw_prompt=prompt is not None,
         )
 
 

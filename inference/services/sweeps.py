@@ -15,31 +15,59 @@ from inference.models import Generation
 from inference.worker import registry
 
 INTERRUPTED_MESSAGE = "The worker stopped while writing this answer; the text so far is kept."
+LOST_MESSAGE = "The worker lost track of this answer; the text so far is kept."
 NO_WORKER_MESSAGE = "No worker is running right now; this message will be answered as soon as one starts."
 
 
 def generations_interrupt_orphans() -> list[Generation]:
     """Mark running answers whose worker stopped beating as interrupted, and tell their users."""
     alive = set(registry.live_workers())
-    orphans = (
-        Generation.objects.filter(status=Generation.Status.RUNNING).exclude(worker__in=alive).select_related("user")
+    orphans = Generation.objects.filter(status=Generation.Status.RUNNING).exclude(worker__in=alive)
+    return [g for g in orphans.select_related("user") if _interrupt(g, INTERRUPTED_MESSAGE)]
+
+
+def generations_interrupt_lost(*, suspects: dict[int, float]) -> list[Generation]:
+    """Mark running answers that their (living) worker no longer runs as interrupted.
+
+    A worker's heartbeat lists the answers it runs. One that is missing may only have been
+    claimed after that beat was written, so it is a suspect first, and is interrupted only when
+    a later beat of the same worker still leaves it out. `suspects` (answer id -> the beat's
+    time) is the caller's memory between sweeps.
+    """
+    workers = registry.live_workers()
+    running = Generation.objects.filter(status=Generation.Status.RUNNING, worker__in=list(workers))
+    lost, seen = [], set()
+    for generation in running.select_related("user"):
+        beat = workers[generation.worker]
+        if "answers" not in beat or generation.id in beat["answers"]:
+            continue  # a worker too old to say, or the answer is being written
+        seen.add(generation.id)
+        first_missed = suspects.setdefault(generation.id, beat["time"])
+        if beat["time"] > first_missed:
+            seen.discard(generation.id)  # decided: forget it either way
+            if _interrupt(generation, LOST_MESSAGE):
+                lost.append(generation)
+    for gid in set(suspects) - seen:
+        del suspects[gid]
+    return lost
+
+
+def _interrupt(generation: Generation, message: str) -> bool:
+    """Running -> interrupted (one sweeper wins the row), keeping the text; tell its client."""
+    changed = Generation.objects.filter(id=generation.id, status=Generation.Status.RUNNING).update(
+        status=Generation.Status.INTERRUPTED,
+        error_code="interrupted",
+        error_message=message,
+        finish_reason="interrupted",
+        finished_at=timezone.now(),
     )
-    interrupted = []
-    for generation in orphans:
-        changed = Generation.objects.filter(id=generation.id, status=Generation.Status.RUNNING).update(
-            status=Generation.Status.INTERRUPTED,
-            error_code="interrupted",
-            error_message=INTERRUPTED_MESSAGE,
-            finish_reason="interrupted",
-            finished_at=timezone.now(),
-        )
-        if changed:
-            interrupted.append(generation)
-            generation.refresh_from_db()
-            record_generation(generation)
-            broadcast.publish_for(generation, [events.error(generation.id, "interrupted", INTERRUPTED_MESSAGE)])
-            broadcast.publish_dashboard([events.request_done(generation)])
-    return interrupted
+    if not changed:
+        return False
+    generation.refresh_from_db()
+    record_generation(generation)
+    broadcast.publish_for(generation, [events.error(generation.id, "interrupted", message)])
+    broadcast.publish_dashboard([events.request_done(generation)])
+    return True
 
 
 def generations_resend_stale(*, resent: set[int]) -> None:

@@ -8,6 +8,7 @@ import math
 from django.conf import settings
 
 from inference.errors import ClientError
+from inference.models import ChatSettings, Conversation
 
 # name -> (type, lowest, highest)
 SAMPLING_RANGES = {
@@ -19,6 +20,9 @@ SAMPLING_RANGES = {
     "seed": (int, -1, 2**31 - 1),
 }
 MAX_STOPS = 4
+SYSTEM_PROMPT_CHARS = 4000
+TITLE_CHARS = Conversation._meta.get_field("title").max_length
+SETTINGS = ChatSettings.FIELDS
 
 
 def validate_text(text, *, field: str = "text") -> str:
@@ -39,6 +43,56 @@ def validate_max_tokens(value) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit:
         raise ClientError("bad_request", f"max_tokens must be a whole number from 1 to {limit:,}.", field="max_tokens")
     return value
+
+
+def validate_limited_text(
+    value, *, field: str, what: str, limit: int, required: bool = True, one_line: bool = False
+) -> str:
+    """A string of at most `limit` characters (surrounding whitespace dropped; one_line: runs
+    of whitespace made one space); `what` names it in the sentences."""
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise ClientError("bad_request", f"{what} must be a string.", field=field)
+    value = " ".join(value.split()) if one_line else value.strip()
+    if required and not value:
+        raise ClientError("bad_request", f"{what} cannot be empty.", field=field)
+    if len(value) > limit:
+        raise ClientError("too_long", f"{what} is {len(value):,} characters; the limit is {limit:,}.", field=field)
+    return value
+
+
+def validate_title(value) -> str:
+    """A conversation's title, on one line."""
+    return validate_limited_text(value, field="title", what="The title", limit=TITLE_CHARS, one_line=True)
+
+
+def validate_settings(values) -> dict:
+    """Chat settings (system_prompt, temperature, top_p, max_tokens), any subset of them.
+
+    null resets one to the server's default (for system_prompt: none)."""
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        raise ClientError(
+            "bad_request", 'settings must be an object, e.g. {"temperature": 0.2, "top_p": 0.9}.', field="settings"
+        )
+    clean: dict = {}
+    for name, value in values.items():
+        if name not in SETTINGS:
+            known = ", ".join(SETTINGS)
+            raise ClientError("bad_request", f"Unknown setting {name!r}; known settings: {known}.", field=name)
+        if name == "system_prompt":
+            clean[name] = validate_limited_text(
+                value, field=name, what="The system prompt", limit=SYSTEM_PROMPT_CHARS, required=False
+            )
+        elif value is None:
+            clean[name] = None
+        elif name == "max_tokens":
+            clean[name] = validate_max_tokens(value)
+        else:
+            clean[name] = validate_sampling({name: value})[name]
+    return clean
 
 
 def is_number(value) -> bool:

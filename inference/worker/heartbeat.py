@@ -12,7 +12,7 @@ import time
 from django.conf import settings
 
 from inference import broadcast, events, probe, redis_client
-from inference.worker import registry, runtime
+from inference.worker import registry, runtime, stream
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,7 @@ def status() -> dict:
         "pid": os.getpid(),
         "n_gpu_layers": engine.runner.config.n_gpu_layers if engine else settings.HOMEAI_GPU_LAYERS,
         "gpus": probe.gpu_live(),
+        "answers": stream.in_flight(),
     }
     if engine is None:
         base.update(loaded=False, model=settings.HOMEAI_MODEL_PATH.name, running=0, waiting=0)

@@ -55,7 +55,7 @@ def get_engine() -> Engine:
     global _engine
     with _engine_lock:
         if _engine is None:
-            model_library.ensure_bundled_model()
+            model_library.ensure_bundled_models()
             _engine = build_engine()
         return _engine
 
@@ -89,6 +89,11 @@ def follow_controls() -> None:
     global _engine, _seen_config
     r = redis_client.client()
     version = r.get(redis_client.ENGINE_CONFIG_KEY)
+    if version is None:
+        # Redis is a cache of the database's choice: after a Redis restart (or flush) the key is
+        # gone, and reading it as "changed" would make every worker reload its model cold.
+        version = EngineConfig.current().version.encode()
+        r.set(redis_client.ENGINE_CONFIG_KEY, version)
     if _seen_config is _UNSEEN:
         _seen_config = version  # the engine was just built from the database: nothing to apply
     elif version != _seen_config and _engine is not None:

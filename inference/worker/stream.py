@@ -3,7 +3,9 @@ engine's events to its client as they come, save as it streams, and store how it
 
 from __future__ import annotations
 
+import logging
 import queue
+import threading
 import time
 
 from django.conf import settings
@@ -11,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from inference import broadcast, events, redis_client, selectors
+from inference.engine.engine import Engine
 from inference.engine.events import DoneEvent, EngineEvent, ErrorEvent, PhaseEvent, TokenEvent
 from inference.engine.sequence import SamplingParams, Sequence
 from inference.engine.timing import PhaseClock, wall_to_perf_ns
@@ -20,6 +23,11 @@ from inference.worker import registry, runtime
 
 SAVE_EVERY_S = 0.25  # a crash loses at most this much of an answer
 CANCEL_POLL_S = 0.1
+CANCEL_GRACE_S = 30.0  # a cancel the engine has not answered by then: the engine is stuck
+SUBMIT_ATTEMPTS = 3
+WORKER_ERROR_MESSAGE = "Something went wrong in the worker while writing this answer; the text so far is kept."
+log = logging.getLogger(__name__)
+
 METRIC_COLUMNS = tuple(f for f in Generation.METRIC_FIELDS if f not in ("client_ttft_ms", "finish_reason"))
 
 
@@ -31,15 +39,39 @@ def sampling_params(generation: Generation) -> SamplingParams:
     return SamplingParams(max_tokens=generation.max_tokens, stop=stop, **{**base, **options})
 
 
+_in_flight: set[int] = set()
+_in_flight_lock = threading.Lock()
+
+
+def in_flight() -> list[int]:
+    """The answers this process is running (its heartbeat reports them, so the web can tell an
+    answer this worker lost from one it is still writing)."""
+    with _in_flight_lock:
+        return sorted(_in_flight)
+
+
 def generation_run(*, generation_id: int) -> None:
     """The worker side of one answer: run it through the engine, relay and save as it streams.
 
     1. Claim the row (queued -> running) so a redelivered task is a no-op.
-    2. Submit a Sequence to this process's engine.
+    2. Submit a Sequence to this process's engine (a newer one if a model switch retired it).
     3. Relay engine events to the user's sockets in frames (all events ready at once),
        saving the partial text every SAVE_EVERY_S and polling for a cancel request.
     4. Write the final text and metrics once.
+
+    Whatever fails after the claim, the answer ends: marked error with the text so far, and
+    its client told (nothing is left running for the watchdog to guess about).
     """
+    with _in_flight_lock:
+        _in_flight.add(generation_id)  # before the claim: a heartbeat must never miss a claimed answer
+    try:
+        _run(generation_id)
+    finally:
+        with _in_flight_lock:
+            _in_flight.discard(generation_id)
+
+
+def _run(generation_id: int) -> None:
     engine = runtime.get_engine()
     claimed = Generation.objects.filter(id=generation_id, status=Generation.Status.QUEUED).update(
         status=Generation.Status.RUNNING,
@@ -49,16 +81,32 @@ def generation_run(*, generation_id: int) -> None:
     if claimed != 1:
         return
     generation = Generation.objects.select_related("user").get(id=generation_id)
-    seq = Sequence(
-        seq_id=generation.id,
-        messages=selectors.prompt_messages(generation=generation),
-        params=sampling_params(generation),
-        clock=PhaseClock(t_arrive=wall_to_perf_ns(generation.t_arrive_ns)),
-    )
-    if generation.raw_prompt:
-        seq.raw_prompt = seq.messages[-1]["content"]
-    engine.submit(seq)
-    _relay_until_finished(generation, seq, engine)
+    relay = _Relay(generation)
+    try:
+        seq = Sequence(
+            seq_id=generation.id,
+            messages=selectors.prompt_messages(generation=generation),
+            params=sampling_params(generation),
+            clock=PhaseClock(t_arrive=wall_to_perf_ns(generation.t_arrive_ns)),
+        )
+        if generation.raw_prompt:
+            seq.raw_prompt = seq.messages[-1]["content"]
+        engine = _submit(seq, engine)
+        relay.run(seq, engine)
+    except Exception:
+        log.exception("answer %s failed in the worker", generation_id)
+        relay.fail("worker_error", WORKER_ERROR_MESSAGE)
+        raise
+
+
+def _submit(seq: Sequence, engine: Engine) -> Engine:
+    """Hand the sequence to an engine that will run it: a model switch may have retired the one
+    this task was given, and then the runtime has built its successor."""
+    for _ in range(SUBMIT_ATTEMPTS):
+        if engine.submit(seq):
+            return engine
+        engine = runtime.get_engine()
+    raise RuntimeError("no engine of this worker accepts work")
 
 
 class _DashboardFeed:
@@ -103,76 +151,114 @@ class _DashboardFeed:
             broadcast.publish_dashboard([update])
 
 
-def _relay_until_finished(generation: Generation, seq: Sequence, engine) -> None:
-    gid = generation.id
-    pieces: list[str] = []
-    saved = 0
-    last_save = last_cancel_check = time.monotonic()
-    feed = _DashboardFeed(generation)
-    r = redis_client.client()
-    while True:
-        ready: list[EngineEvent] = []
-        try:
-            ready.append(seq.events.get(timeout=CANCEL_POLL_S))
-            while True:
-                ready.append(seq.events.get_nowait())
-        except queue.Empty:
-            pass
-        frame, final = [], None
-        for ev in ready:
-            feed.observe(ev)
-            if isinstance(ev, TokenEvent):
-                pieces.append(ev.text)
-                frame.append(events.token(gid, ev.text, ev.t_ms))
-            elif isinstance(ev, PhaseEvent):
-                frame.append(events.phase(gid, **ev.as_dict()))
-            else:
-                final = ev
-        if final is not None:
-            frame.append(_finish(generation, final, pieces))
-            broadcast.publish_for(generation, frame)
-            broadcast.publish_dashboard([events.request_done(generation)])
-            r.delete(redis_client.cancel_key(gid))
+class _Relay:
+    """One answer's stream from the engine to its client and the database."""
+
+    def __init__(self, generation: Generation):
+        self.generation = generation
+        self.pieces: list[str] = []
+        self.feed = _DashboardFeed(generation)
+        self.ended = False
+
+    def run(self, seq: Sequence, engine: Engine) -> None:
+        gid = self.generation.id
+        saved = 0
+        last_save = last_check = time.monotonic()
+        deadline = last_save + settings.HOMEAI_ANSWER_DEADLINE_S
+        cancelled_at: float | None = None
+        r = redis_client.client()
+        while True:
+            ready: list[EngineEvent] = []
+            try:
+                ready.append(seq.events.get(timeout=CANCEL_POLL_S))
+                while True:
+                    ready.append(seq.events.get_nowait())
+            except queue.Empty:
+                pass
+            frame, final = [], None
+            for ev in ready:
+                self.feed.observe(ev)
+                if isinstance(ev, TokenEvent):
+                    self.pieces.append(ev.text)
+                    frame.append(events.token(gid, ev.text, ev.t_ms))
+                elif isinstance(ev, PhaseEvent):
+                    frame.append(events.phase(gid, **ev.as_dict()))
+                else:
+                    final = ev
+            if final is not None:
+                frame.append(self._finish(final))
+                self.ended = True
+                broadcast.publish_for(self.generation, frame)
+                broadcast.publish_dashboard([events.request_done(self.generation)])
+                r.delete(redis_client.cancel_key(gid))
+                return
+            broadcast.publish_for(self.generation, frame)
+            self.feed.flush()
+            now = time.monotonic()
+            if len(self.pieces) != saved and now - last_save >= SAVE_EVERY_S:
+                Message.objects.filter(id=self.generation.message_id).update(content="".join(self.pieces))
+                saved, last_save = len(self.pieces), now
+            if now - last_check < CANCEL_POLL_S:
+                continue
+            last_check = now
+            if cancelled_at is None and (now >= deadline or r.exists(redis_client.cancel_key(gid))):
+                engine.cancel(seq.seq_id)  # the engine answers with a cancelled DoneEvent
+                cancelled_at = now
+            stalled = cancelled_at is not None and now - cancelled_at > CANCEL_GRACE_S
+            if stalled or not engine.thread_alive:
+                self.fail("worker_error", WORKER_ERROR_MESSAGE)  # the engine will never answer
+                return
+
+    def fail(self, code: str, message: str) -> None:
+        """End the answer as an error with the text so far, unless it already ended."""
+        if self.ended:
             return
-        broadcast.publish_for(generation, frame)
-        feed.flush()
-        now = time.monotonic()
-        if len(pieces) != saved and now - last_save >= SAVE_EVERY_S:
-            Message.objects.filter(id=generation.message_id).update(content="".join(pieces))
-            saved, last_save = len(pieces), now
-        if now - last_cancel_check >= CANCEL_POLL_S:
-            last_cancel_check = now
-            if r.exists(redis_client.cancel_key(gid)):
-                engine.cancel(seq.seq_id)
+        self.ended = True
+        self._finish(ErrorEvent(code, message), notify=True)
 
+    def _finish(self, final: DoneEvent | ErrorEvent, *, notify: bool = False) -> dict:
+        """Store the answer's end (done, cancelled or error) and return the event that says so.
 
-def _finish(generation: Generation, final: DoneEvent | ErrorEvent, pieces: list[str]) -> dict:
-    """Store the answer's end (done, cancelled or error) and return the event that says so."""
-    now = timezone.now()
-    gid = generation.id
-    if isinstance(final, ErrorEvent):
-        Message.objects.filter(id=generation.message_id).update(content="".join(pieces))
-        Generation.objects.filter(id=gid).update(
-            status=Generation.Status.ERROR, error_code=final.code, error_message=final.message, finished_at=now
-        )
+        The row changes only while it is still running: an answer the watchdog already marked
+        interrupted keeps that status (its client was told), but gets the whole text.
+        """
+        generation, gid = self.generation, self.generation.id
+        running = Generation.objects.filter(id=gid, status=Generation.Status.RUNNING)
+        if isinstance(final, ErrorEvent):
+            text = "".join(self.pieces)
+            with transaction.atomic():
+                changed = running.update(
+                    status=Generation.Status.ERROR,
+                    error_code=final.code,
+                    error_message=final.message,
+                    finished_at=timezone.now(),
+                )
+                if changed:
+                    Message.objects.filter(id=generation.message_id).update(content=text)
+            event = events.error(gid, final.code, final.message)
+        else:
+            metrics = final.metrics
+            status = Generation.Status.CANCELLED if final.finish_reason == "cancelled" else Generation.Status.DONE
+            columns = {name: metrics[name] for name in METRIC_COLUMNS}
+            with transaction.atomic():
+                Message.objects.filter(id=generation.message_id).update(content=final.text)
+                changed = running.update(
+                    status=status,
+                    finish_reason=final.finish_reason,
+                    notice=final.notice,
+                    finished_at=timezone.now(),
+                    token_times_ms=metrics["token_times_ms"],
+                    token_texts=self.pieces,
+                    itl_ms=metrics["itl_ms"],
+                    **columns,
+                )
+            event = None
         generation.refresh_from_db()
+        if not changed:
+            return events.final(generation, gid)  # what its client was already told
         record_generation(generation)
-        return events.error(gid, final.code, final.message)
-    metrics = final.metrics
-    status = Generation.Status.CANCELLED if final.finish_reason == "cancelled" else Generation.Status.DONE
-    columns = {name: metrics[name] for name in METRIC_COLUMNS}
-    with transaction.atomic():
-        Message.objects.filter(id=generation.message_id).update(content=final.text)
-        Generation.objects.filter(id=gid).update(
-            status=status,
-            finish_reason=final.finish_reason,
-            notice=final.notice,
-            finished_at=now,
-            token_times_ms=metrics["token_times_ms"],
-            token_texts=pieces,
-            itl_ms=metrics["itl_ms"],
-            **columns,
-        )
-    generation.refresh_from_db()
-    record_generation(generation)
-    return events.done(generation, text=final.text)
+        event = event or events.done(generation, text=final.text)
+        if notify:
+            broadcast.publish_for(generation, [event])
+            broadcast.publish_dashboard([events.request_done(generation)])
+        return event

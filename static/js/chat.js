@@ -1,9 +1,10 @@
 /* HomeAI chat page: renders history, streams answers over one WebSocket, shows latency phases.
- * Model and user text is only ever set through textContent, never parsed as HTML. */
+ * A user's text is only ever set through textContent; an answer is markdown, drawn by
+ * HomeAI.renderMarkdown (markdown.js), which sanitises it: nothing from a model runs or loads. */
 (function () {
   "use strict";
 
-  const { $, el, readJson, isNum, fmtMs, fmtRate, fmtInt, ReconnectingSocket } = window.HomeAI;
+  const { $, el, readJson, isNum, fmtMs, fmtRate, fmtInt, copyButton, renderMarkdown, ReconnectingSocket } = window.HomeAI;
   const ui = {
     layout: $("chat-layout"), sidebarToggle: $("sidebar-toggle"), backdrop: $("sidebar-backdrop"),
     convList: $("conversation-items"), heading: $("chat-heading"), status: $("connection-status"),
@@ -18,7 +19,7 @@
   const ACTIVE = new Set(["queued", "running"]);
   const FINISHED = new Set(["done", "cancelled", "interrupted", "error"]);
 
-  const gens = new Map();   // generation id -> record (see createAssistant)
+  const gens = new Map();   // generation id -> an answer's view (see renderMessage)
   let pending = null;       // our chat.send awaiting generation.queued: {userEl, text, sentAt}
   let socket = null;        // the ReconnectingSocket, from init()
   let bannerTimer = null;
@@ -54,34 +55,51 @@
     ui.messages.append(box);
   }
 
-  function appendUser(text) {
-    removeEmptyState();
-    const node = el("div", "message user");
-    node.append(el("div", "message-text", text));
-    ui.messages.append(node);
-    return node;
+  // A message's text: the user's as typed (CSS keeps its line breaks), an answer as markdown.
+  function paintText(view) {
+    if (view.role === "user") view.textEl.textContent = view.text;
+    else renderMarkdown(view.textEl, view.text);
   }
 
-  // own: this page sent it (or it was running when the page loaded), so Stop/Send follow it.
-  function createAssistant(id, own) {
+  /* One message, appended to the list. record: a turn as the history sends it ({id, role, text,
+   * generation}); own: this page follows the answer (Stop and Send wait on it), because it sent it
+   * or it was running when the page loaded. Returns the message's view: its element and parts,
+   * and for an answer with a generation, the live record kept in `gens`. */
+  function renderMessage(record, own = false) {
     removeEmptyState();
-    const node = el("div", "message assistant");
-    node.dataset.generation = String(id);
-    const gen = {
-      id, own, el: node, text: "", status: "queued", sentAt: null, ttftSent: false, clientTtft: null,
-      renderScheduled: false,
-      noticeEl: el("div", "message-notice"), textEl: el("div", "message-text"),
-      statusEl: el("div", "message-status"), metricsEl: el("div", "message-metrics"),
-    };
-    gen.noticeEl.hidden = true;
-    gen.metricsEl.hidden = true;
-    // Screen readers hold announcements while aria-busy, then read the finished answer once.
-    gen.textEl.setAttribute("aria-live", "polite");
-    gen.textEl.setAttribute("aria-busy", "true");
-    node.append(gen.noticeEl, gen.textEl, gen.statusEl, gen.metricsEl);
-    keepPinned(() => ui.messages.append(node));
-    gens.set(id, gen);
-    return gen;
+    const role = record.role === "user" ? "user" : "assistant";
+    const view = { role, text: record.text || "", el: el("div", `message ${role}`), textEl: el("div", "message-text") };
+    if (record.id != null) view.el.dataset.message = String(record.id);
+    view.actionsEl = el("div", "message-actions");
+    view.actionsEl.append(copyButton("Copy", () => view.text, role === "user" ? "Copy this message" : "Copy this answer as markdown"));
+    if (role === "user") view.el.append(view.textEl, view.actionsEl);
+    else {
+      Object.assign(view, {
+        noticeEl: el("div", "message-notice"), statusEl: el("div", "message-status"), metricsEl: el("div", "message-metrics"),
+      });
+      view.noticeEl.hidden = true;
+      view.metricsEl.hidden = true;
+      view.el.append(view.noticeEl, view.textEl, view.statusEl, view.metricsEl, view.actionsEl);
+      if (record.generation) trackGeneration(view, record.generation, own);
+    }
+    paintText(view);
+    keepPinned(() => ui.messages.append(view.el));
+    return view;
+  }
+
+  // An answer with a generation: its live state, found by id when the socket's events arrive.
+  function trackGeneration(view, g, own) {
+    Object.assign(view, {
+      id: g.id, own, status: g.status || "queued", sentAt: null, ttftSent: false, clientTtft: null, frame: 0,
+    });
+    view.el.dataset.generation = String(g.id);
+    if (ACTIVE.has(view.status)) {
+      view.actionsEl.hidden = true;  // until the answer is whole
+      // Screen readers hold announcements while aria-busy, then read the finished answer once.
+      view.textEl.setAttribute("aria-live", "polite");
+      view.textEl.setAttribute("aria-busy", "true");
+    }
+    gens.set(g.id, view);
   }
 
   function setStatus(gen, parts, opts = {}) {
@@ -108,20 +126,22 @@
     gen.noticeEl.hidden = !message;
   }
 
-  // Tokens can arrive faster than the screen refreshes: paint at most once per frame.
+  // Tokens can arrive faster than the screen refreshes: render the text so far at most once a
+  // frame, however many tokens came since the last one.
   function appendToken(gen, text) {
     gen.text += text;
-    if (gen.renderScheduled) return;
-    gen.renderScheduled = true;
-    requestAnimationFrame(() => {
-      gen.renderScheduled = false;
-      keepPinned(() => { gen.textEl.textContent = gen.text; });
+    if (gen.frame) return;
+    gen.frame = requestAnimationFrame(() => {
+      gen.frame = 0;
+      keepPinned(() => paintText(gen));
     });
   }
 
   function setText(gen, text) {
+    cancelAnimationFrame(gen.frame);
+    gen.frame = 0;
     gen.text = text || "";
-    keepPinned(() => { gen.textEl.textContent = gen.text; });
+    keepPinned(() => paintText(gen));
   }
 
   function finish(gen, status, metrics, errorText) {
@@ -130,6 +150,7 @@
     gen.el.classList.remove("streaming");
     gen.el.classList.toggle("is-empty", status === "done" && !gen.text);
     gen.textEl.setAttribute("aria-busy", "false");
+    gen.actionsEl.hidden = false;
     if (status === "cancelled") setStatus(gen, el("span", "tag", "Stopped"));
     else if (status === "interrupted") setStatus(gen, "Interrupted: the worker stopped mid-answer.", { kind: "warning" });
     else if (status === "error") setStatus(gen, errorText || "Something went wrong while generating this answer.", { kind: "error" });
@@ -271,7 +292,7 @@
     const sentAt = performance.now();
     if (!sendFrame(frame)) { showBanner("Not connected to the server yet. Try again in a moment."); return; }
     hideBanner();
-    pending = { userEl: appendUser(text), text, sentAt };
+    pending = { userEl: renderMessage({ role: "user", text }).el, text, sentAt };
     scrollToBottom();
     ui.input.value = "";
     autoResize();
@@ -335,7 +356,7 @@
     let gen = gens.get(msg.generation);
     if (!gen && pending) {
       // The reply to our own chat.send.
-      gen = createAssistant(msg.generation, true);
+      gen = renderMessage({ role: "assistant", generation: { id: msg.generation } }, true);
       gen.sentAt = pending.sentAt;
       pending = null;
       if (config.conversation == null && msg.conversation != null) {
@@ -348,7 +369,7 @@
     } else if (!gen) {
       // Another tab of this user; show it only if it belongs to the conversation on screen.
       if (config.conversation == null || msg.conversation !== config.conversation) return;
-      gen = createAssistant(msg.generation, false);
+      gen = renderMessage({ role: "assistant", generation: { id: msg.generation } }, false);
     }
     showQueued(gen, msg.position);
     updateControls();
@@ -446,28 +467,22 @@
 
   function renderHistory(turns) {
     for (const turn of turns) {
-      if (turn.role === "user") { appendUser(turn.text || ""); continue; }
-      const g = turn.generation;
-      if (!g) {
-        const node = el("div", "message assistant");
-        node.append(el("div", "message-text", turn.text || ""));
-        ui.messages.append(node);
-        continue;
-      }
-      const gen = createAssistant(g.id, ACTIVE.has(g.status));
-      gen.status = g.status;
-      // Finished answers never change again; only live ones should be a live region.
-      if (!ACTIVE.has(g.status)) gen.textEl.removeAttribute("aria-live");
-      setText(gen, turn.text);
-      showNotice(gen, g.notice);
-      if (g.status === "queued") setStatus(gen, "Queued", { busy: true });
-      else if (g.status === "running") {
-        if (gen.text) gen.el.classList.add("streaming");
-        else setStatus(gen, "Generating…", { busy: true });
-      } else finish(gen, g.status, g.metrics, g.error);
+      const g = turn.role === "user" ? null : turn.generation;
+      const view = renderMessage(turn, Boolean(g) && ACTIVE.has(g.status));
+      if (g) showStoredState(view, g);
     }
     if (!ui.messages.querySelector(".message")) showEmptyState();
     scrollToBottom();
+  }
+
+  // An answer as the page found it: waiting, still being written, or finished with its metrics.
+  function showStoredState(gen, g) {
+    showNotice(gen, g.notice);
+    if (g.status === "queued") setStatus(gen, "Queued", { busy: true });
+    else if (g.status === "running") {
+      if (gen.text) gen.el.classList.add("streaming");
+      else setStatus(gen, "Generating…", { busy: true });
+    } else finish(gen, g.status, g.metrics, g.error);
   }
 
   function init() {

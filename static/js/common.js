@@ -58,6 +58,52 @@
     return fmtInt(n);
   }
 
+  /* ---------- Clipboard ---------- */
+
+  // navigator.clipboard exists only in a secure context (https, localhost). HomeAI is often served
+  // over plain http on a LAN address, so the old path, a selected textarea and execCommand("copy"),
+  // stays as the fallback. Resolves to whether the text reached the clipboard.
+  async function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      try {
+        await navigator.clipboard.writeText(text);
+        return true;
+      } catch (e) { /* denied or unfocused: try the fallback */ }
+    }
+    const area = el("textarea", "clipboard-helper");
+    area.value = text;
+    area.setAttribute("readonly", "");  // no on-screen keyboard on phones
+    const focused = document.activeElement;
+    document.body.append(area);
+    area.select();
+    area.setSelectionRange(0, text.length);  // iOS selects nothing with select() alone
+    let copied = false;
+    try { copied = document.execCommand("copy"); } catch (e) { copied = false; }
+    area.remove();
+    if (focused && typeof focused.focus === "function") focused.focus({ preventScroll: true });
+    return copied;
+  }
+
+  // A button that copies getText() when clicked and says "Copied" (or "Copy failed") for a moment.
+  function copyButton(label, getText, title) {
+    const button = el("button", "copy-button", label);
+    button.type = "button";
+    if (title) button.title = title;
+    button.setAttribute("aria-live", "polite");  // the feedback is read out where the focus is
+    let timer = null;
+    button.addEventListener("click", async () => {
+      const copied = await copyText(getText());
+      button.textContent = copied ? "Copied" : "Copy failed";
+      button.dataset.copied = String(copied);
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        button.textContent = label;
+        delete button.dataset.copied;
+      }, 1600);
+    });
+    return button;
+  }
+
   /* ---------- A WebSocket that reconnects ---------- */
 
   const STATE_LABELS = { connecting: "Connecting…", connected: "Connected", reconnecting: "Reconnecting…" };
@@ -134,7 +180,23 @@
     }
   }
 
+  // A read-only field worth copying whole (a new API key) selects itself when focused. Here rather
+  // than in an onfocus attribute: the Content-Security-Policy allows no inline script.
+  for (const input of document.querySelectorAll("[data-select-on-focus]")) {
+    input.addEventListener("focus", () => input.select());
+  }
+
+  // The top bar's menu is a drop-down popover only below 720 px (app.css): one left open while a
+  // phone turns to landscape would hang over the bar, so it closes when the screen widens.
+  const menu = $("topbar-menu");
+  if (menu && typeof menu.hidePopover === "function") {
+    window.matchMedia("(min-width: 721px)").addEventListener("change", (e) => {
+      if (e.matches && menu.matches(":popover-open")) menu.hidePopover();
+    });
+  }
+
   window.HomeAI = Object.freeze({
-    $, el, readJson, setText, isNum, fmtMs, fmtRate, fmtInt, fmtBytes, fmtCount, ReconnectingSocket,
+    $, el, readJson, setText, isNum, fmtMs, fmtRate, fmtInt, fmtBytes, fmtCount, copyText, copyButton,
+    ReconnectingSocket,
   });
 })();

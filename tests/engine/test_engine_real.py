@@ -1,4 +1,4 @@
-"""The engine on the real bundled model, in process: batching, KV isolation, cancel, prefix reuse."""
+"""The engine on the bundled base model (Gemma 3 270M), in process: batching, KV isolation, cancel, prefix reuse."""
 
 from __future__ import annotations
 
@@ -28,7 +28,9 @@ def make_engine(
     policy: str, *, budget: int = 256, target_ms: float | None = None, stall_factor: float | None = None
 ) -> Engine:
     runner = Runner(
-        RunnerConfig(model_path=settings.HOMEAI_MODEL_PATH, n_ctx_seq=2048, n_slots=N_SLOTS, n_batch=512, n_threads=2)
+        RunnerConfig(
+            model_path=settings.BUNDLED_BASE_MODEL_PATH, n_ctx_seq=2048, n_slots=N_SLOTS, n_batch=512, n_threads=2
+        )
     )
     scheduler = Scheduler(policy=policy, n_slots=N_SLOTS, n_batch=512, token_budget=budget)
     cost_model = StepCostModel(target_ms, stall_factor=stall_factor)

@@ -17,6 +17,11 @@ class Command(BaseCommand):
     help = "Benchmark the engine on the configured model (throughput at 1/2/4 streams, prefill interference)."
 
     def add_arguments(self, parser):
+        parser.add_argument(
+            "--model-path",
+            default=str(settings.BUNDLED_BASE_MODEL_PATH),
+            help="the GGUF to measure (default: the bundled base model, Gemma 3 270M, as docs/performance.md)",
+        )
         parser.add_argument("--threads", type=int, default=settings.HOMEAI_THREADS)
         parser.add_argument("--output-tokens", type=int, default=64)
         parser.add_argument("--doc-tokens", type=int, default=1500)
@@ -32,7 +37,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         cfg = BenchConfig(
-            model_path=settings.HOMEAI_MODEL_PATH,
+            model_path=Path(opts["model_path"]),
             threads=opts["threads"],
             output_tokens=opts["output_tokens"],
             doc_tokens=opts["doc_tokens"],

@@ -205,6 +205,13 @@ def test_csv_cells_are_exact_and_unambiguous():
     assert csv_value(True) == "true"
     assert float(csv_value(0.1 + 0.2)) == 0.1 + 0.2
     assert json.loads(csv_value([1.5, 2.25])) == [1.5, 2.25]
+    assert float(csv_value(-1.5)) == -1.5  # numbers stay numbers
+
+
+def test_csv_text_cells_never_run_as_spreadsheet_formulas():
+    for text in ('=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", "\tx"):
+        assert csv_value(text) == "'" + text
+    assert csv_value("plain client") == "plain client"
 
 
 def test_the_time_range_and_model_filters_narrow_every_view(as_user, people):
@@ -452,7 +459,7 @@ def test_staff_switch_the_scheduling_policy_from_the_dashboard(browser_context, 
     # Close it: a live dashboard rendering every token takes a third of a core here, and
     # llama.cpp's two threads on this 2-core box slow down many times when they must share.
     page.close()
-    assert wait_until(lambda: Generation.objects.filter(client="demo", status="done").count() == 4, timeout=120)
+    assert wait_until(lambda: Generation.objects.filter(client="demo", status="done").count() == 4, timeout=600)
     viewer = browser_context(make_user("bob")).new_page()
     viewer.goto("/dashboard/")
     assert viewer.locator("#steps-sizing").count() == 1 and viewer.locator("#policy-switch, #demo-form").count() == 0

@@ -60,3 +60,13 @@ def test_client_names_are_sanitised_and_chat_is_reserved():
     assert protocol.client_name({"User-Agent": "curl/8.1"}) == "curl"
     assert protocol.client_name({"X-Client-Name": "chat"}) == "api-chat"
     assert protocol.client_name({}) == "api"
+
+
+def test_a_request_with_too_many_messages_is_refused_before_any_work(settings):
+    settings.HOMEAI_MAX_MESSAGES = 3
+    body = {"messages": [{"role": "user", "content": "x"}] * 4}
+    with pytest.raises(ApiError) as caught:
+        parse_request(body, chat=True, models=MODELS)
+    error = caught.value
+    assert (error.status, error.param, error.code) == (400, "messages", "too_many_messages")
+    assert "4 messages; the limit is 3" in error.message

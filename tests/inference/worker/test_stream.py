@@ -1,0 +1,128 @@
+"""One answer's run in the worker, against a stand-in engine: whatever fails after the claim, the
+answer ends with its text, and an end the watchdog already wrote is not overwritten. (The real
+engine and model run through this code in tests/dashboard/chat.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from django.conf import settings
+
+from inference.engine.events import DoneEvent, PhaseEvent, TokenEvent
+from inference.models import Generation, Message
+from inference.services.generations import generation_create
+from inference.worker import stream
+from tests import factories
+
+METRICS = {name: 0.0 for name in stream.METRIC_COLUMNS} | {"token_times_ms": [1.0, 2.0], "itl_ms": [1.0]}
+
+
+class StandInEngine:
+    """Answers a submitted sequence with the events a test scripts; says what it was asked."""
+
+    def __init__(self, script=(), *, accepts: bool = True, alive: bool = True, on_submit=None):
+        self.runner = SimpleNamespace(config=SimpleNamespace(model_path=Path("stand-in.gguf")))
+        self.script, self.accepts, self.thread_alive, self.on_submit = list(script), accepts, alive, on_submit
+        self.submitted, self.cancelled, self.seqs = [], [], {}
+
+    def submit(self, seq) -> bool:
+        if not self.accepts:
+            return False
+        self.submitted.append(seq.seq_id)
+        self.seqs[seq.seq_id] = seq
+        if self.on_submit:
+            self.on_submit(seq)
+        for event in self.script:
+            seq.events.put(event)
+        return True
+
+    def cancel(self, seq_id: int) -> None:
+        self.cancelled.append(seq_id)
+
+
+class CancellingEngine(StandInEngine):
+    """Answers a cancel as the real engine does: a DoneEvent with finish_reason "cancelled"."""
+
+    def cancel(self, seq_id: int) -> None:
+        super().cancel(seq_id)
+        self.seqs[seq_id].events.put(DoneEvent(text="slow", finish_reason="cancelled", notice="", metrics=METRICS))
+
+
+@pytest.fixture
+def answer(db):
+    return generation_create(user=factories.user(), conversation_id=None, text="Hello?", max_tokens=8)
+
+
+def run_with(monkeypatch, *engines):
+    queue = list(engines)
+    monkeypatch.setattr(stream.runtime, "get_engine", lambda: queue.pop(0) if len(queue) > 1 else queue[0])
+
+
+def test_a_finished_answer_stores_its_text_and_metrics(answer, monkeypatch):
+    done = DoneEvent(text="Hi there", finish_reason="stop", notice="", metrics=METRICS)
+    run_with(monkeypatch, StandInEngine([TokenEvent("Hi", 1.0), TokenEvent(" there", 2.0), done]))
+    stream.generation_run(generation_id=answer.id)
+    answer.refresh_from_db()
+    assert answer.status == "done" and answer.message.content == "Hi there"
+    assert answer.token_texts == ["Hi", " there"]
+
+
+def test_an_exception_after_the_claim_ends_the_answer_with_its_text(answer, monkeypatch):
+    run_with(monkeypatch, StandInEngine([TokenEvent("Half an ", 1.0), TokenEvent("answer", 2.0)]))
+    real_token = stream.events.token
+
+    def token(gid, text, t_ms):
+        if text == "answer":
+            raise RuntimeError("the relay broke")
+        return real_token(gid, text, t_ms)
+
+    monkeypatch.setattr(stream.events, "token", token)
+    with pytest.raises(RuntimeError):
+        stream.generation_run(generation_id=answer.id)
+    answer.refresh_from_db()
+    assert answer.status == "error" and answer.error_code == "worker_error"
+    assert Message.objects.get(id=answer.message_id).content == "Half an answer"
+
+
+def test_an_engine_whose_thread_died_ends_the_answer_instead_of_waiting_forever(answer, monkeypatch):
+    run_with(monkeypatch, StandInEngine([PhaseEvent("prefill", done=0, total=3)], alive=False))
+    stream.generation_run(generation_id=answer.id)
+    answer.refresh_from_db()
+    assert answer.status == "error" and "text so far is kept" in answer.error_message
+
+
+def test_an_answer_past_its_deadline_is_cancelled_by_the_worker(answer, monkeypatch, settings):
+    settings.HOMEAI_ANSWER_DEADLINE_S = 0
+    engine = CancellingEngine([TokenEvent("slow", 1.0)])
+    run_with(monkeypatch, engine)
+    stream.generation_run(generation_id=answer.id)
+    answer.refresh_from_db()
+    assert engine.cancelled == [answer.id] and answer.status == "cancelled"
+
+
+def test_a_retired_engine_hands_the_answer_to_its_successor(answer, monkeypatch):
+    done = DoneEvent(text="ok", finish_reason="stop", notice="", metrics=METRICS)
+    retired, successor = StandInEngine(accepts=False), StandInEngine([done])
+    run_with(monkeypatch, retired, successor)
+    stream.generation_run(generation_id=answer.id)
+    assert successor.submitted == [answer.id]
+    answer.refresh_from_db()
+    assert answer.status == "done"
+
+
+def test_an_end_the_watchdog_already_wrote_is_kept_but_the_whole_text_is_saved(answer, monkeypatch):
+    def interrupted_meanwhile(seq):
+        Generation.objects.filter(id=seq.seq_id).update(status="interrupted", error_code="interrupted")
+
+    done = DoneEvent(text="All of it", finish_reason="stop", notice="", metrics=METRICS)
+    run_with(monkeypatch, StandInEngine([TokenEvent("All of it", 1.0), done], on_submit=interrupted_meanwhile))
+    stream.generation_run(generation_id=answer.id)
+    answer.refresh_from_db()
+    assert answer.status == "interrupted"
+    assert Message.objects.get(id=answer.message_id).content == "All of it"
+
+
+def test_the_deadline_defaults_to_the_task_time_limit():
+    assert settings.HOMEAI_ANSWER_DEADLINE_S == settings.CELERY_TASK_SOFT_TIME_LIMIT
