@@ -1,6 +1,18 @@
 from django.apps import AppConfig
+from django.contrib.auth.signals import user_logged_out
+
+from inference import broadcast
+
+
+def _close_sockets(sender, request, user, **kwargs) -> None:
+    """Signing out ends the session's sockets too: a shared screen stops streaming at once."""
+    if request is not None and request.session.session_key:
+        broadcast.end_session(request.session.session_key)
 
 
 class DashboardConfig(AppConfig):
     name = "dashboard"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        user_logged_out.connect(_close_sockets, dispatch_uid="homeai-close-sockets")

@@ -173,6 +173,9 @@ case "$cmd" in
       *) migrate ;;
     esac
     prepare_model
+    # Until an account exists, the log carries the one-time link that creates the admin account.
+    python manage.py setup_link --base-url "${HOMEAI_PUBLIC_URL:-http://SERVER:${PORT:-8000}}" ||
+      log "could not print the setup link (is the database migrated?)"
     # X-Forwarded-* headers are believed only behind the proxy the admin said is there.
     case "${HOMEAI_BEHIND_TLS_PROXY:-}" in 1 | true | yes | on) set -- --proxy-headers "$@" ;; esac
     exec daphne -b "${HOST:-0.0.0.0}" -p "${PORT:-8000}" "$@" homeai.asgi:application

@@ -1,10 +1,13 @@
-"""What every HomeAI socket does first: refuse anonymous users, join one group, watch workers."""
+"""What every HomeAI socket does first: refuse anonymous users, join one group, watch workers;
+and what it does last: close when its session signs out."""
 
 from __future__ import annotations
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from inference import watchdog
+from inference import broadcast, watchdog
+
+SIGNED_OUT = 4401  # the close code for "sign in again" (the page's reconnect loop stops on it)
 
 
 class SignedInGroupConsumer(AsyncJsonWebsocketConsumer):
@@ -16,11 +19,15 @@ class SignedInGroupConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self.close(code=4401)
+            await self.close(code=SIGNED_OUT)
             return
         self.user = user
         self.group = self.group_for(user)
+        session = self.scope.get("session")
+        self.session_group = broadcast.session_group(session.session_key) if session else None
         await self.channel_layer.group_add(self.group, self.channel_name)
+        if self.session_group:
+            await self.channel_layer.group_add(self.session_group, self.channel_name)
         await self.accept()
         # The sweep that turns a dead worker's answers into "interrupted" runs in the web process.
         watchdog.ensure_running()
@@ -29,6 +36,12 @@ class SignedInGroupConsumer(AsyncJsonWebsocketConsumer):
     async def on_connected(self) -> None:
         """Hook for subclasses, after the socket is accepted."""
 
+    async def session_ended(self, message: dict) -> None:
+        """The session this socket signed in with signed out (broadcast.end_session)."""
+        await self.close(code=SIGNED_OUT)
+
     async def disconnect(self, code) -> None:
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            if self.session_group:
+                await self.channel_layer.group_discard(self.session_group, self.channel_name)

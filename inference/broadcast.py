@@ -19,10 +19,16 @@ log = logging.getLogger(__name__)
 DASHBOARD_GROUP = "dashboard"
 RELAY_TYPE = "chat.relay"
 DASHBOARD_RELAY_TYPE = "dashboard.relay"
+SESSION_ENDED_TYPE = "session.ended"
 
 
 def user_group(user_id: int) -> str:
     return f"user.{user_id}"
+
+
+def session_group(session_key: str) -> str:
+    """The sockets opened with one sign-in session (closed when it signs out)."""
+    return f"session.{session_key}"
 
 
 def generation_group(generation_id: int) -> str:
@@ -81,3 +87,8 @@ def publish_dashboard(events: list[dict]) -> None:
     """Send metric events (never message text) to every open dashboard socket."""
     if events:
         _relay.publish(DASHBOARD_GROUP, {"type": DASHBOARD_RELAY_TYPE, "events": events})
+
+
+def end_session(session_key: str) -> None:
+    """Close every socket of a session that signed out (they answer with close code 4401)."""
+    _relay.publish(session_group(session_key), {"type": SESSION_ENDED_TYPE})

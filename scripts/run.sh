@@ -9,6 +9,7 @@ SLOTS=${HOMEAI_SLOTS:-4}
 
 scripts/ensure-redis.sh
 "$BIN/python" manage.py migrate --noinput
+"$BIN/python" manage.py setup_link --base-url "http://localhost:$PORT"
 
 "$BIN/celery" -A homeai worker -P threads -c "$SLOTS" -Q "${HOMEAI_QUEUE:-homeai}" \
   --without-gossip --without-mingle --loglevel "${LOG_LEVEL:-INFO}" &
@@ -17,7 +18,7 @@ trap 'kill $worker 2>/dev/null; wait $worker 2>/dev/null' EXIT INT TERM
 
 echo
 echo "HomeAI is starting: open http://localhost:$PORT (or this machine's address on your network)."
-echo "The first visit creates the admin account. Stop with Ctrl+C."
+echo "Until an account exists, the setup link above creates the admin account. Stop with Ctrl+C."
 echo
 # X-Forwarded-* headers are believed only behind the proxy the admin said is there.
 proxy=()

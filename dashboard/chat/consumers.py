@@ -16,6 +16,7 @@ from inference.services import conversations, generations
 log = logging.getLogger(__name__)
 
 MAX_FRAME_BYTES = 1_000_000
+INTERNAL_ERROR_MESSAGE = "Something went wrong with that message on the server; please try again."
 
 
 class ChatConsumer(SignedInGroupConsumer):
@@ -27,15 +28,22 @@ class ChatConsumer(SignedInGroupConsumer):
         try:
             content = self._parse(text_data, bytes_data)
             handlers = self._handlers()
-            handler = handlers.get(content.get("type"))
+            kind = content.get("type")
+            handler = handlers.get(kind) if isinstance(kind, str) else None
             if handler is None:
+                shown = kind if isinstance(kind, str) else type(kind).__name__
                 raise ClientError(
                     "unknown_type",
-                    f"Unknown message type {content.get('type')!r}; expected one of {', '.join(handlers)}.",
+                    f"Unknown message type {str(shown)[:40]!r}; expected one of {', '.join(handlers)}.",
+                    field="type",
                 )
             await handler(content)
         except ClientError as exc:
             await self.send_json(events.client_error(exc))
+        except Exception:
+            # A socket is never closed over one message: the person gets a sentence, the log the rest.
+            log.exception("chat message failed")
+            await self.send_json(events.error(None, "internal_error", INTERNAL_ERROR_MESSAGE))
 
     def _parse(self, text_data, bytes_data) -> dict:
         if text_data is None:

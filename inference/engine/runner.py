@@ -260,7 +260,7 @@ class Runner:
     def admit(self, seq: Sequence, free_slots: list[int]) -> int:
         """Start the sequence in the free slot whose cache it can reuse most of (SlotCache.choose),
         drop the rest of that cache, and mark the reused prefix as computed."""
-        slot, reuse = self.slots.choose(free_slots, seq.prompt_tokens)
+        slot, reuse = self.slots.choose(free_slots, seq.prompt_tokens, seq.owner)
         mem = llama_cpp.llama_get_memory(self.ctx)
         if reuse <= 0 or not llama_cpp.llama_memory_seq_rm(mem, slot, reuse, -1):
             llama_cpp.llama_memory_seq_rm(mem, slot, -1, -1)
@@ -277,7 +277,7 @@ class Runner:
         mem = llama_cpp.llama_get_memory(self.ctx)
         if keep_cache:
             n_in_kv = llama_cpp.llama_memory_seq_pos_max(mem, seq.slot) + 1
-            self.slots.keep(seq.slot, (seq.prompt_tokens + seq.output_tokens)[:n_in_kv])
+            self.slots.keep(seq.slot, (seq.prompt_tokens + seq.output_tokens)[:n_in_kv], seq.owner)
         else:
             llama_cpp.llama_memory_seq_rm(mem, seq.slot, -1, -1)
             self.slots.clear(seq.slot)

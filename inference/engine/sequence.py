@@ -96,6 +96,7 @@ class Sequence:
     stop_filter: StopStringFilter | None = None
     stop_tokens: frozenset[int] = frozenset()
     raw_prompt: str | None = None  # tokenized as is, without the chat template (completions)
+    owner: object = None  # whose request (a user id): a cached prefix is reused by its owner only
     first_logits: object = None  # numpy array, kept only when the engine is asked to (tests)
 
     @property

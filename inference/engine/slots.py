@@ -3,7 +3,11 @@
 A slot keeps the KV cells of the last sequence that ran in it. The next turn of that
 conversation shares its history with them, so starting it in that slot skips evaluating the
 shared prefix again. The Runner does the llama.cpp side (dropping cells); this is the pure
-part, the tokens each slot holds and when it was last taken.
+part, the tokens each slot holds, whose they are, and when it was last taken.
+
+A cached prefix is reused only by its owner's next sequence: reuse shows in `cached_tokens`
+and in the time to first token, so sharing it across people would let one guess another's
+prompt token by token.
 """
 
 from __future__ import annotations
@@ -14,11 +18,14 @@ import itertools
 class SlotCache:
     def __init__(self) -> None:
         self._tokens: dict[int, list[int]] = {}  # slot -> the tokens its KV cells hold, in order
+        self._owner: dict[int, object] = {}  # slot -> whose tokens they are (a user id; None: nobody's)
         self._used: dict[int, int] = {}  # slot -> when it was last taken (a counter, higher is later)
         self._use_counter = itertools.count(1)
 
-    def common_prefix(self, slot: int, tokens: list[int]) -> int:
-        """How many leading tokens of `tokens` the slot's cache already holds."""
+    def common_prefix(self, slot: int, tokens: list[int], owner: object = None) -> int:
+        """How many leading tokens of `tokens` the slot's cache holds for this owner."""
+        if self._owner.get(slot) != owner:
+            return 0
         n = 0
         for a, b in zip(self._tokens.get(slot, ()), tokens, strict=False):
             if a != b:
@@ -26,21 +33,22 @@ class SlotCache:
             n += 1
         return n
 
-    def choose(self, free_slots: list[int], tokens: list[int]) -> tuple[int, int]:
-        """The free slot that caches the longest prefix of the prompt (else the least recently
-        used one), and how many of its cached tokens the prompt may reuse."""
-        slot = max(free_slots, key=lambda s: (self.common_prefix(s, tokens), -self._used.get(s, 0)))
+    def choose(self, free_slots: list[int], tokens: list[int], owner: object = None) -> tuple[int, int]:
+        """The free slot that caches the longest prefix of the owner's prompt (else the least
+        recently used one), and how many of its cached tokens the prompt may reuse."""
+        slot = max(free_slots, key=lambda s: (self.common_prefix(s, tokens, owner), -self._used.get(s, 0)))
         # At least one prompt token must be evaluated to get logits for the first answer token.
-        return slot, min(self.common_prefix(slot, tokens), len(tokens) - 1)
+        return slot, min(self.common_prefix(slot, tokens, owner), len(tokens) - 1)
 
     def take(self, slot: int) -> None:
         """A sequence starts in the slot: what it caches is unknown until the sequence ends."""
         self._tokens[slot] = []
         self._used[slot] = next(self._use_counter)
 
-    def keep(self, slot: int, tokens: list[int]) -> None:
-        """The sequence that ran in the slot ended; its KV cells hold these tokens."""
+    def keep(self, slot: int, tokens: list[int], owner: object = None) -> None:
+        """The owner's sequence that ran in the slot ended; its KV cells hold these tokens."""
         self._tokens[slot] = tokens
+        self._owner[slot] = owner
 
     def clear(self, slot: int) -> None:
         """The slot's KV cells were dropped."""

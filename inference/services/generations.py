@@ -39,7 +39,7 @@ def generation_create(
     text = validate_text(text)
     changes = settings_changes(user=user, settings=settings, preset=preset)
     max_tokens, sampling = _answer_options(max_tokens, options)
-    _check_waiting_limit()
+    _check_waiting_limit(user)
     t_arrive_ns = time.time_ns()
     with transaction.atomic():
         if conversation_id is None:
@@ -67,7 +67,7 @@ def generation_regenerate(*, user, message_id, max_tokens=None, options=None) ->
     if prompt is None or message.role == Message.Role.SYSTEM:
         raise ClientError("bad_request", "Pick an answer, or the message it answers, to regenerate.", field="message")
     max_tokens, sampling = _answer_options(max_tokens, options)
-    _check_waiting_limit()
+    _check_waiting_limit(user)
     t_arrive_ns = time.time_ns()
     with transaction.atomic():
         conversation = conversation_idle(user=user, conversation_id=message.conversation_id)
@@ -82,7 +82,7 @@ def generation_edit(*, user, message_id, text, max_tokens=None, options=None) ->
         raise ClientError("bad_request", "Only your own messages can be edited.", field="message")
     text = validate_text(text)
     max_tokens, sampling = _answer_options(max_tokens, options)
-    _check_waiting_limit()
+    _check_waiting_limit(user)
     t_arrive_ns = time.time_ns()
     with transaction.atomic():
         conversation = conversation_idle(user=user, conversation_id=message.conversation_id)
@@ -152,7 +152,7 @@ def generation_create_api(
             raise ClientError("bad_request", "The last message must come from the user (or system).", field="messages")
     max_tokens = validate_max_tokens(max_tokens)
     sampling = validate_sampling(options)
-    _check_waiting_limit()
+    _check_waiting_limit(user)
     t_arrive_ns = time.time_ns()
     title = f"API · {client}: " + " ".join(turns[-1]["content"].split())[:TITLE_CHARS]
     with transaction.atomic():
@@ -171,11 +171,21 @@ def generation_create_api(
         )
 
 
-def _check_waiting_limit() -> None:
-    waiting = Generation.objects.filter(status=Generation.Status.QUEUED).count()
+def _check_waiting_limit(user) -> None:
+    """Room in the line: HOMEAI_MAX_WAITING answers in all, and a share of them per person, so
+    one script cannot take every place while the household waits."""
+    queued = Generation.objects.filter(status=Generation.Status.QUEUED)
+    waiting = queued.count()
     if waiting >= settings.HOMEAI_MAX_WAITING:
         raise ClientError(
             "busy", f"The server is busy: {waiting} answers are already waiting. Please try again in a minute."
+        )
+    own = queued.filter(user=user).count()
+    if own >= settings.HOMEAI_MAX_WAITING_PER_USER:
+        raise ClientError(
+            "busy",
+            f"You already have {own} answers waiting, as many as one person may; "
+            "send this once one of them has started.",
         )
 
 

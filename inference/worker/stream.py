@@ -88,6 +88,7 @@ def _run(generation_id: int) -> None:
             messages=selectors.prompt_messages(generation=generation),
             params=sampling_params(generation),
             clock=PhaseClock(t_arrive=wall_to_perf_ns(generation.t_arrive_ns)),
+            owner=generation.user_id,
         )
         if generation.raw_prompt:
             seq.raw_prompt = seq.messages[-1]["content"]

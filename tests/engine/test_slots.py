@@ -49,3 +49,13 @@ def test_a_taken_or_cleared_slot_offers_nothing_to_reuse():
     cache.keep(0, [1, 2, 3])
     cache.clear(0)  # its KV cells were dropped (the sequence failed)
     assert cache.common_prefix(0, [1, 2, 8]) == 0
+
+
+def test_a_cached_prefix_is_reused_by_its_owner_only():
+    """Reuse shows in cached_tokens and TTFT: across people it would leak a prompt token by token."""
+    cache = SlotCache()
+    cache.take(0)
+    cache.keep(0, [1, 2, 3, 4], owner="alice")
+    assert cache.choose([0], [1, 2, 3, 4, 5], owner="bob") == (0, 0)
+    assert cache.choose([0], [1, 2, 3, 4, 5], owner=None) == (0, 0)
+    assert cache.choose([0], [1, 2, 3, 4, 5], owner="alice") == (0, 4)

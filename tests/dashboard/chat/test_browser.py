@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from playwright.sync_api import expect, sync_playwright
 
+from dashboard.accounts import setup_token
 from inference import redis_client
 from inference.models import Generation
 from tests.support import launch_chromium, markdown_html, session_cookie, wait_until
@@ -41,6 +42,8 @@ def test_a_new_user_creates_the_admin_account_and_watches_an_answer_stream(page,
 
     page.goto("/")
     expect(page).to_have_url(re.compile(r"/setup/$"))
+    expect(page.locator("h1")).to_contain_text("setup link")  # the first visitor alone cannot
+    page.goto(f"/setup/?token={setup_token.token()}")  # the link `make run` prints
     page.fill("input[name=username]", "admin")
     page.fill("input[name=password1]", "a long home password 42")
     page.fill("input[name=password2]", "a long home password 42")
