@@ -4,23 +4,34 @@
 (function () {
   "use strict";
 
-  const { $, el, readJson, isNum, fmtMs, fmtRate, fmtInt, copyButton, renderMarkdown, ReconnectingSocket } = window.HomeAI;
+  const {
+    $, el, readJson, isNum, fmtMs, fmtRate, fmtInt, copyText, copyButton, fetchJson, debounce, renderMarkdown, ReconnectingSocket,
+  } = window.HomeAI;
   const ui = {
     layout: $("chat-layout"), sidebarToggle: $("sidebar-toggle"), backdrop: $("sidebar-backdrop"),
     convList: $("conversation-items"), heading: $("chat-heading"), status: $("connection-status"),
     banner: $("error-banner"), messages: $("messages"), form: $("composer"), input: $("message-input"),
     maxTokens: $("max-tokens"), send: $("send-button"), stop: $("stop-button"), charCount: $("char-count"),
+    rename: $("rename-button"), search: $("conversation-search"), searchResults: $("search-results"),
+    searchStatus: $("search-status"), searchItems: $("search-items"), convNav: $("conversation-nav"),
+    settingsButton: $("settings-button"), settingsSummary: $("settings-summary"), settingsDialog: $("settings-dialog"),
+    shortcutsButton: $("shortcuts-button"), shortcutsDialog: $("shortcuts-dialog"),
   };
   if (!ui.messages || !ui.form) return;
 
   const config = Object.assign(
     { ws_path: "/ws/chat/", conversation: null, default_max_tokens: 256, max_tokens_limit: 2048, max_chars: 16000 },
     readJson("chat-config"));
+  config.settings = Object.assign({ system_prompt: "", temperature: null, top_p: null, max_tokens: null }, config.settings);
+  config.defaults = config.defaults || {};
+  config.presets = config.presets || [];
   const ACTIVE = new Set(["queued", "running"]);
   const FINISHED = new Set(["done", "cancelled", "interrupted", "error"]);
 
   const gens = new Map();   // generation id -> an answer's view (see renderMessage)
-  let pending = null;       // our chat.send awaiting generation.queued: {userEl, text, sentAt}
+  let pending = null;       // our chat.send awaiting generation.queued: {userView, userEl, text, sentAt}
+  let pendingAction = null; // our regenerate / edit / switch awaiting the server: {sentAt}
+  let settingsUnsent = false; // a new chat's settings, kept here until its first chat.send carries them
   let socket = null;        // the ReconnectingSocket, from init()
   let bannerTimer = null;
 
@@ -69,9 +80,9 @@
     removeEmptyState();
     const role = record.role === "user" ? "user" : "assistant";
     const view = { role, text: record.text || "", el: el("div", `message ${role}`), textEl: el("div", "message-text") };
-    if (record.id != null) view.el.dataset.message = String(record.id);
     view.actionsEl = el("div", "message-actions");
-    view.actionsEl.append(copyButton("Copy", () => view.text, role === "user" ? "Copy this message" : "Copy this answer as markdown"));
+    view.copyEl = copyButton("Copy", () => view.text, role === "user" ? "Copy this message" : "Copy this answer as markdown");
+    setMessageId(view, record.id, record.siblings);
     if (role === "user") view.el.append(view.textEl, view.actionsEl);
     else {
       Object.assign(view, {
@@ -85,6 +96,130 @@
     paintText(view);
     keepPinned(() => ui.messages.append(view.el));
     return view;
+  }
+
+  /* ---------- A message's actions: copy, edit or regenerate, and the "‹ 2 / 3 ›" switcher ---------- */
+
+  // A message's id (known once the server stored it) and its alternatives; draws its actions.
+  function setMessageId(view, id, siblings) {
+    view.messageId = id == null ? null : id;
+    view.siblings = siblings || null;
+    if (id != null) view.el.dataset.message = String(id);
+    buildActions(view);
+  }
+
+  function actionButton(label, title, onClick) {
+    const button = el("button", "action-button", label);
+    button.type = "button";
+    button.title = title;
+    button.setAttribute("aria-label", title);
+    button.dataset.idle = "";  // disabled while an answer is active (updateControls)
+    button.disabled = !actionsIdle();
+    button.addEventListener("click", onClick);
+    return button;
+  }
+
+  function buildActions(view) {
+    const parts = [view.copyEl];
+    if (view.messageId != null) {
+      if (view.role === "user") parts.push(actionButton("Edit", "Edit this message and send it again", () => openEditor(view)));
+      else parts.push(actionButton("Regenerate", "Write this answer again", () => regenerate(view)));
+    }
+    const sib = view.siblings;
+    if (sib && sib.count > 1) {
+      const what = view.role === "user" ? "message" : "answer";
+      const box = el("span", "sibling-switch");
+      box.setAttribute("role", "group");
+      box.setAttribute("aria-label", `Version ${sib.index} of ${sib.count} of this ${what}`);
+      const prev = actionButton("‹", `Previous version of this ${what}`, () => switchTo(sib.ids[sib.index - 2]));
+      const next = actionButton("›", `Next version of this ${what}`, () => switchTo(sib.ids[sib.index]));
+      prev.classList.add("sibling-prev");
+      next.classList.add("sibling-next");
+      if (sib.index <= 1) { prev.dataset.edge = ""; prev.disabled = true; }
+      if (sib.index >= sib.count) { next.dataset.edge = ""; next.disabled = true; }
+      box.append(prev, el("span", "sibling-count", `${sib.index} / ${sib.count}`), next);
+      parts.push(box);
+    }
+    view.actionsEl.replaceChildren(...parts);
+    updateActionButtons();
+  }
+
+  // Regenerate, edit and switch wait for the conversation's answer to end, and for the server.
+  const conversationBusy = () => Boolean(pending) || Boolean(pendingAction) || [...gens.values()].some((g) => ACTIVE.has(g.status));
+
+  const actionsIdle = () => Boolean(socket) && socket.open && !conversationBusy();
+
+  function updateActionButtons() {
+    const idle = actionsIdle();
+    for (const button of ui.messages.querySelectorAll("button[data-idle]")) {
+      button.disabled = !idle || button.hasAttribute("data-edge");
+    }
+  }
+
+  // Sends a branch-changing frame; the server answers conversation.branch (then generation.queued).
+  function sendAction(frame) {
+    if (conversationBusy()) { showBanner("Wait for the answer to finish, or stop it first."); return false; }
+    if (!sendFrame(frame)) { showBanner("Not connected to the server yet. Try again in a moment."); return false; }
+    hideBanner();
+    pendingAction = { sentAt: performance.now() };
+    updateControls();
+    return true;
+  }
+
+  function withMaxTokens(frame) {
+    const maxTokens = readMaxTokens();
+    if (maxTokens === undefined) return null;
+    if (maxTokens !== null) frame.max_tokens = maxTokens;
+    return frame;
+  }
+
+  function regenerate(view) {
+    const frame = withMaxTokens({ type: "chat.regenerate", message: view.messageId });
+    if (frame) sendAction(frame);
+  }
+
+  function switchTo(id) {
+    if (id != null) sendAction({ type: "chat.switch", message: id });
+  }
+
+  // An inline editor in place of a user's message: Save & send makes a sibling message and answer.
+  function openEditor(view) {
+    if (view.editor) { view.editor.querySelector("textarea").focus(); return; }
+    const editor = el("div", "message-editor");
+    const area = el("textarea", "message-editor-input");
+    area.value = view.text;
+    area.rows = Math.min(10, Math.max(2, view.text.split("\n").length));
+    area.setAttribute("aria-label", "Edit your message");
+    const bar = el("div", "message-editor-bar");
+    const cancel = el("button", "button button-secondary button-small", "Cancel");
+    const save = el("button", "button button-primary button-small", "Save & send");
+    cancel.type = save.type = "button";
+    bar.append(cancel, save);
+    editor.append(area, bar);
+    const close = () => {
+      editor.remove();
+      view.editor = null;
+      view.textEl.hidden = view.actionsEl.hidden = false;
+      view.actionsEl.querySelector("button[data-idle]")?.focus();
+    };
+    const submit = () => {
+      const text = area.value.trim();
+      if (!text) { showBanner("Type a message first."); return; }
+      if (charLength(text) > config.max_chars) { showBanner(`Your message is over ${fmtInt(config.max_chars)} characters.`); return; }
+      const frame = withMaxTokens({ type: "chat.edit", message: view.messageId, text });
+      if (frame) sendAction(frame);
+    };
+    cancel.addEventListener("click", close);
+    save.addEventListener("click", submit);
+    area.addEventListener("keydown", (e) => {
+      if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); close(); }
+      else if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
+    });
+    view.editor = editor;
+    view.textEl.hidden = view.actionsEl.hidden = true;
+    view.el.insertBefore(editor, view.textEl);
+    area.focus();
+    area.setSelectionRange(area.value.length, area.value.length);
   }
 
   // An answer with a generation: its live state, found by id when the socket's events arrive.
@@ -232,10 +367,11 @@
   function updateControls() {
     const active = activeOwnGen();
     const connected = Boolean(socket) && socket.open;
-    ui.send.disabled = !connected || Boolean(pending) || Boolean(active);
+    ui.send.disabled = !connected || Boolean(pending) || Boolean(pendingAction) || Boolean(active);
     ui.send.title = connected ? "" : "Waiting for the connection…";
     ui.stop.hidden = !active;
     if (!active) ui.stop.disabled = false;
+    updateActionButtons();
   }
 
   function showBanner(message, autoHide = true) {
@@ -289,10 +425,12 @@
     if (maxTokens === undefined) return;
     const frame = { type: "chat.send", conversation: config.conversation, text };
     if (maxTokens !== null) frame.max_tokens = maxTokens;
+    if (settingsUnsent && config.conversation == null) frame.settings = sentSettings(config.settings);
     const sentAt = performance.now();
     if (!sendFrame(frame)) { showBanner("Not connected to the server yet. Try again in a moment."); return; }
     hideBanner();
-    pending = { userEl: renderMessage({ role: "user", text }).el, text, sentAt };
+    const userView = renderMessage({ role: "user", text });
+    pending = { userView, userEl: userView.el, text, sentAt };
     scrollToBottom();
     ui.input.value = "";
     autoResize();
@@ -350,20 +488,381 @@
     if (open) $("new-conversation").focus();
   }
 
+  /* ---------- The conversation's title: rename in place ---------- */
+
+  function setTitle(title) {
+    ui.heading.textContent = title || "New chat";
+    document.title = `${title || "Chat"} · HomeAI`;
+    if (config.conversation != null) {
+      const link = ui.convList && ui.convList.querySelector(`a.conversation-link[data-conversation="${config.conversation}"] .conversation-title`);
+      if (link && title) link.textContent = title;
+    }
+  }
+
+  function startRename() {
+    if (config.conversation == null || ui.heading.hidden) return;
+    const input = el("input", "title-input");
+    input.type = "text";
+    input.maxLength = 120;
+    input.value = ui.heading.textContent;
+    input.setAttribute("aria-label", "Conversation name");
+    let done = false;
+    const end = async (save) => {
+      if (done) return;
+      done = true;
+      const title = input.value.trim();
+      if (save && title && title !== ui.heading.textContent) {
+        try {
+          const data = await fetchJson(`/chat/${config.conversation}/rename/`, { title });
+          setTitle(data.title);
+        } catch (e) { showBanner(e.message); }
+      }
+      input.remove();
+      ui.heading.hidden = ui.rename.hidden = false;
+      ui.rename.focus();
+    };
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") { e.preventDefault(); end(true); }
+      else if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); end(false); }
+    });
+    input.addEventListener("blur", () => end(true));
+    ui.heading.hidden = ui.rename.hidden = true;
+    ui.heading.after(input);
+    input.focus();
+    input.select();
+  }
+
+  /* ---------- Search: the sidebar's list gives way to the matches while there is a query ---------- */
+
+  let searchSeq = 0;
+
+  async function runSearch() {
+    const query = ui.search.value.trim();
+    const seq = ++searchSeq;
+    if (!query) { showSearch(false); return; }
+    showSearch(true);
+    ui.searchStatus.textContent = "Searching…";
+    let data;
+    try { data = await fetchJson(`/chat/search/?q=${encodeURIComponent(query)}`); } catch (e) {
+      if (seq === searchSeq) ui.searchStatus.textContent = e.message;
+      return;
+    }
+    if (seq !== searchSeq) return;  // a newer query is on its way
+    const results = data.results || [];
+    ui.searchStatus.textContent = results.length ? `${results.length} ${results.length === 1 ? "chat" : "chats"} found` : "No chats match.";
+    ui.searchItems.replaceChildren(...results.map((r) => {
+      const link = el("a", "search-result");
+      link.href = `/chat/${r.id}/`;
+      link.dataset.conversation = String(r.id);
+      link.append(el("span", "search-title", r.title || "Untitled chat"));
+      if (r.snippet) link.append(el("span", "search-snippet", r.snippet));
+      const item = el("li");
+      item.append(link);
+      return item;
+    }));
+  }
+
+  function showSearch(on) {
+    ui.searchResults.hidden = !on;
+    ui.convNav.hidden = on;
+    if (!on) { ui.searchItems.replaceChildren(); ui.searchStatus.textContent = ""; }
+  }
+
+  function clearSearch() {
+    ui.search.value = "";
+    searchSeq++;
+    showSearch(false);
+  }
+
+  function focusSearch() {
+    if (window.matchMedia("(max-width: 820px)").matches) setSidebarOpen(true);
+    ui.search.focus();
+    ui.search.select();
+  }
+
+  /* ---------- Chat settings: a dialog; a summary chip in the header ---------- */
+
+  const SETTING_FIELDS = [
+    ["system_prompt", "setting-system-prompt"], ["temperature", "setting-temperature"],
+    ["top_p", "setting-top-p"], ["max_tokens", "setting-max-tokens"],
+  ];
+  const settingsUi = {
+    form: $("settings-form"), preset: $("preset-select"), presetDelete: $("preset-delete"), error: $("settings-error"),
+    count: $("system-prompt-count"), reset: $("settings-reset"), presetSave: $("preset-save"),
+    presetRow: $("save-preset-row"), presetName: $("preset-name"), presetConfirm: $("preset-save-confirm"),
+  };
+  let dialogOpener = null;
+
+  // Only the settings that are set: a chat.send or chat.settings frame, or a preset to save.
+  function sentSettings(values) {
+    const out = {};
+    for (const [name] of SETTING_FIELDS) {
+      const v = values[name];
+      out[name] = v === "" || v == null ? null : v;
+    }
+    return out;
+  }
+
+  // The settings a preset holds (the ones it sets).
+  const heldNames = (held) => Object.keys(held || {}).filter((k) => held[k] !== null && held[k] !== "");
+
+  // The preset that matches the most of the conversation's settings, if any matches.
+  function matchingPreset(values) {
+    let best = null;
+    for (const p of config.presets) {
+      const names = heldNames(p.settings);
+      if (names.length && names.every((k) => values[k] === p.settings[k]) && (!best || names.length > heldNames(best.settings).length)) best = p;
+    }
+    return best;
+  }
+
+  // "Precise · System prompt · 512 tokens": a preset's name, then what it does not say.
+  function summariseSettings(values) {
+    const preset = matchingPreset(values);
+    const held = new Set(preset ? heldNames(preset.settings) : []);
+    const parts = preset ? [preset.name] : [];
+    const say = { system_prompt: () => "System prompt", temperature: (v) => `temp ${v}`, top_p: (v) => `top p ${v}`, max_tokens: (v) => `${fmtInt(v)} tokens` };
+    for (const [name] of SETTING_FIELDS) {
+      const v = values[name];
+      if (!held.has(name) && v !== null && v !== "" && v !== undefined) parts.push(say[name](v));
+    }
+    return parts.length ? parts.join(" · ") : "Default settings";
+  }
+
+  function showSettingsSummary() {
+    const text = summariseSettings(config.settings);
+    ui.settingsSummary.textContent = text;
+    const values = SETTING_FIELDS.map(([name]) => `${name}: ${config.settings[name] === null || config.settings[name] === "" ? "default" : config.settings[name]}`);
+    ui.settingsButton.title = `Chat settings (Ctrl+Shift+S)\n${values.join("\n")}`;
+    ui.settingsButton.classList.toggle("is-custom", text !== "Default settings");
+  }
+
+  function fillPresetSelect(selected) {
+    const options = [el("option", null, "Custom")];
+    options[0].value = "";
+    const groups = [["Built-in", config.presets.filter((p) => p.builtin)], ["Yours", config.presets.filter((p) => !p.builtin)]];
+    for (const [label, list] of groups) {
+      if (!list.length) continue;
+      const group = el("optgroup");
+      group.label = label;
+      for (const p of list) {
+        const option = el("option", null, p.name);
+        option.value = String(p.id);
+        group.append(option);
+      }
+      options.push(group);
+    }
+    settingsUi.preset.replaceChildren(...options);
+    settingsUi.preset.value = selected == null ? "" : String(selected);
+    settingsUi.presetDelete.hidden = !selectedPreset() || selectedPreset().builtin;
+  }
+
+  const selectedPreset = () => config.presets.find((p) => String(p.id) === settingsUi.preset.value) || null;
+
+  function fillSettingsForm(values) {
+    for (const [name, id] of SETTING_FIELDS) {
+      const v = values[name];
+      $(id).value = v === null || v === undefined ? "" : String(v);
+      const def = config.defaults[name];
+      if (name !== "system_prompt") $(id).placeholder = def == null ? "" : `${def} (default)`;
+    }
+    updatePromptCount();
+  }
+
+  function updatePromptCount() {
+    const limit = config.system_prompt_chars || 4000;
+    const len = charLength($("setting-system-prompt").value);
+    settingsUi.count.textContent = `${fmtInt(len)} / ${fmtInt(limit)} characters`;
+    settingsUi.count.classList.toggle("over", len > limit);
+  }
+
+  // The form's values, checked; null (with the reason shown) when one is out of range.
+  function readSettingsForm() {
+    const out = { system_prompt: $("setting-system-prompt").value.trim() };
+    const limit = config.system_prompt_chars || 4000;
+    if (charLength(out.system_prompt) > limit) return settingsError(`The system prompt is over ${fmtInt(limit)} characters.`, "setting-system-prompt");
+    const ranges = { temperature: [0, 5, false], top_p: [0, 1, false], max_tokens: [1, config.max_tokens_limit, true] };
+    for (const [name, id] of SETTING_FIELDS.slice(1)) {
+      const input = $(id);
+      const raw = input.value.trim();
+      if (!raw && !input.validity.badInput) { out[name] = null; continue; }
+      const n = Number(raw);
+      const [low, high, whole] = ranges[name];
+      if (!raw || !Number.isFinite(n) || n < low || n > high || (whole && !Number.isInteger(n))) {
+        const label = document.querySelector(`label[for="${id}"]`).textContent;
+        return settingsError(`${label} must be ${whole ? "a whole number" : "a number"} from ${low} to ${fmtInt(high)}, or empty for the default.`, id);
+      }
+      out[name] = n;
+    }
+    settingsUi.error.hidden = true;
+    return out;
+  }
+
+  function settingsError(message, focusId) {
+    settingsUi.error.textContent = message;
+    settingsUi.error.hidden = false;
+    if (focusId) $(focusId).focus();
+    return null;
+  }
+
+  function openDialog(dialog, opener) {
+    if (dialog.open) return;
+    for (const other of document.querySelectorAll("dialog[open]")) other.close();
+    dialogOpener = opener || document.activeElement;
+    dialog.showModal();
+  }
+
+  function openSettings() {
+    fillSettingsForm(config.settings);
+    const match = matchingPreset(config.settings);
+    fillPresetSelect(match ? match.id : null);
+    settingsUi.error.hidden = true;
+    settingsUi.presetRow.hidden = true;
+    openDialog(ui.settingsDialog, ui.settingsButton);
+    $("setting-system-prompt").focus();
+  }
+
+  function onPresetPicked() {
+    const preset = selectedPreset();
+    settingsUi.presetDelete.hidden = !preset || preset.builtin;
+    if (!preset) return;
+    // A preset sets the values it holds; the others go back to the defaults.
+    const values = { system_prompt: "", temperature: null, top_p: null, max_tokens: null };
+    for (const [name] of SETTING_FIELDS) if (preset.settings[name] != null) values[name] = preset.settings[name];
+    fillSettingsForm(values);
+  }
+
+  function saveSettings(event) {
+    event.preventDefault();
+    const values = readSettingsForm();
+    if (!values) return;
+    if (config.conversation == null) {
+      // A new chat has no id yet: its first chat.send carries the settings.
+      config.settings = Object.assign({}, values);
+      settingsUnsent = true;
+      showSettingsSummary();
+    } else if (!sendFrame({ type: "chat.settings", conversation: config.conversation, settings: sentSettings(values) })) {
+      settingsError("Not connected to the server yet. Try again in a moment.");
+      return;
+    }
+    ui.settingsDialog.close();
+  }
+
+  function onSettings(msg) {
+    if (msg.conversation !== config.conversation) return;
+    config.settings = Object.assign({}, config.settings, msg.settings);
+    showSettingsSummary();
+  }
+
+  async function savePreset() {
+    const name = settingsUi.presetName.value.trim();
+    if (!name) { settingsError("Give the preset a name.", "preset-name"); return; }
+    const values = readSettingsForm();
+    if (!values) return;
+    try {
+      const data = await fetchJson("/chat/presets/", { name, settings: sentSettings(values) });
+      config.presets.push(data.preset);
+      fillPresetSelect(data.preset.id);
+      settingsUi.presetRow.hidden = true;
+      settingsUi.presetName.value = "";
+      settingsUi.preset.focus();
+    } catch (e) { settingsError(e.message, "preset-name"); }
+  }
+
+  async function deletePreset() {
+    const preset = selectedPreset();
+    if (!preset || preset.builtin || !window.confirm(`Delete the preset ${preset.name}?`)) return;
+    try {
+      await fetchJson(`/chat/presets/${preset.id}/delete/`, {});
+      config.presets = config.presets.filter((p) => p !== preset);
+      fillPresetSelect(null);
+      showSettingsSummary();
+      settingsUi.preset.focus();
+    } catch (e) { settingsError(e.message); }
+  }
+
+  function initSettings() {
+    showSettingsSummary();
+    ui.settingsButton.addEventListener("click", openSettings);
+    settingsUi.form.addEventListener("submit", saveSettings);
+    settingsUi.preset.addEventListener("change", onPresetPicked);
+    settingsUi.presetDelete.addEventListener("click", deletePreset);
+    $("setting-system-prompt").maxLength = config.system_prompt_chars || 4000;
+    $("setting-max-tokens").max = String(config.max_tokens_limit);
+    $("setting-system-prompt").addEventListener("input", updatePromptCount);
+    settingsUi.form.addEventListener("input", (e) => { if (e.target !== settingsUi.preset && e.target !== settingsUi.presetName) settingsUi.preset.value = ""; });
+    settingsUi.reset.addEventListener("click", () => { fillSettingsForm({}); settingsUi.preset.value = ""; settingsUi.presetDelete.hidden = true; });
+    settingsUi.presetSave.addEventListener("click", () => { settingsUi.presetRow.hidden = false; settingsUi.presetName.focus(); });
+    settingsUi.presetConfirm.addEventListener("click", savePreset);
+    settingsUi.presetName.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); savePreset(); } });
+  }
+
+  /* ---------- Dialogs and keyboard shortcuts ---------- */
+
+  const isTextField = (node) => node instanceof HTMLElement && (node.isContentEditable || node.matches("input, textarea, select"));
+  const lastAnswer = () => [...ui.messages.querySelectorAll(".message.assistant")].pop() || null;
+  const viewOf = (node) => node && [...gens.values()].find((g) => g.el === node);
+
+  function initDialogs() {
+    for (const dialog of [ui.settingsDialog, ui.shortcutsDialog]) {
+      for (const button of dialog.querySelectorAll("[data-close]")) button.addEventListener("click", () => dialog.close());
+      // Focus goes back to what opened the dialog.
+      dialog.addEventListener("close", () => { if (dialogOpener && dialogOpener.isConnected) dialogOpener.focus(); });
+      // A click on the backdrop (the dialog element itself, outside its body) closes it.
+      dialog.addEventListener("click", (e) => { if (e.target === dialog) dialog.close(); });
+    }
+    ui.shortcutsButton.addEventListener("click", () => openDialog(ui.shortcutsDialog, ui.shortcutsButton));
+  }
+
+  function onShortcut(e) {
+    if (e.defaultPrevented || e.isComposing) return;
+    const mod = e.ctrlKey || e.metaKey;
+    const key = e.key.length === 1 ? e.key.toLowerCase() : e.key;
+    if (document.querySelector("dialog[open]")) return;  // a dialog handles its own keys (Esc closes it)
+    if (mod && e.shiftKey && key === "o") { e.preventDefault(); location.assign("/chat/"); return; }
+    if (mod && !e.shiftKey && key === "k") { e.preventDefault(); focusSearch(); return; }
+    if (mod && e.shiftKey && key === "s") { e.preventDefault(); openSettings(); return; }
+    if (mod && e.shiftKey && key === "c") {
+      e.preventDefault();
+      const view = viewOf(lastAnswer());
+      if (view) copyText(view.text);
+      return;
+    }
+    if (mod && e.shiftKey && key === "r") {
+      e.preventDefault();
+      const answer = lastAnswer();
+      const view = answer && (viewOf(answer) || null);
+      if (view && view.messageId != null) regenerate(view);
+      return;
+    }
+    if (key === "?" && !mod && !isTextField(e.target)) { e.preventDefault(); openDialog(ui.shortcutsDialog, document.activeElement); return; }
+    if (key === "Escape") {
+      if (e.target === ui.search) { e.preventDefault(); clearSearch(); return; }
+      if (ui.layout.classList.contains("sidebar-open")) {
+        setSidebarOpen(false);
+        if (ui.sidebarToggle) ui.sidebarToggle.focus();
+        return;
+      }
+      if (activeOwnGen() && !ui.stop.disabled) { e.preventDefault(); onStop(); }
+    }
+  }
+
   /* ---------- Server events ---------- */
 
   function onQueued(msg) {
     let gen = gens.get(msg.generation);
     if (!gen && pending) {
       // The reply to our own chat.send.
-      gen = renderMessage({ role: "assistant", generation: { id: msg.generation } }, true);
+      gen = renderMessage({ role: "assistant", id: msg.message, generation: { id: msg.generation } }, true);
       gen.sentAt = pending.sentAt;
+      setMessageId(pending.userView, msg.user_message, null);
       pending = null;
       if (config.conversation == null && msg.conversation != null) {
         config.conversation = msg.conversation;
+        settingsUnsent = false;
         history.replaceState(null, "", `/chat/${msg.conversation}/`);
-        ui.heading.textContent = msg.conversation_title || "New chat";
-        document.title = `${msg.conversation_title || "Chat"} · HomeAI`;
+        setTitle(msg.conversation_title);
+        if (ui.rename) ui.rename.hidden = false;
       }
       if (msg.conversation != null) touchConversation(msg.conversation, msg.conversation_title);
     } else if (!gen) {
@@ -371,7 +870,27 @@
       if (config.conversation == null || msg.conversation !== config.conversation) return;
       gen = renderMessage({ role: "assistant", generation: { id: msg.generation } }, false);
     }
+    if (pendingAction && gen.own) {
+      // The answer to our regenerate or edit: its branch came first and drew it.
+      gen.sentAt = pendingAction.sentAt;
+      pendingAction = null;
+    }
     showQueued(gen, msg.position);
+    updateControls();
+  }
+
+  // The branch now shown (after a regenerate, an edit or a switch, from this tab or another).
+  function onBranch(msg) {
+    if (config.conversation == null || msg.conversation !== config.conversation) return;
+    if (pendingAction) pendingAction = { sentAt: pendingAction.sentAt, drawn: true };
+    for (const gen of gens.values()) cancelAnimationFrame(gen.frame);
+    gens.clear();
+    ui.messages.replaceChildren();
+    renderHistory(msg.messages || []);
+    // A switch ends here; a regenerate or edit waits for its generation.queued.
+    const last = msg.messages && msg.messages[msg.messages.length - 1];
+    if (!last || !last.generation || !ACTIVE.has(last.generation.status)) pendingAction = null;
+    if (msg.conversation_title) setTitle(msg.conversation_title);
     updateControls();
   }
 
@@ -423,6 +942,7 @@
       }
       return;
     }
+    pendingAction = null;
     if (pending) {
       // The server refused our message: take it back out and give the text back to edit.
       pending.userEl.remove();
@@ -437,6 +957,7 @@
   const HANDLERS = {
     "generation.queued": onQueued, "generation.phase": onPhase, "generation.token": onToken,
     "generation.done": onDone, "generation.error": onError,
+    "conversation.branch": onBranch, "conversation.settings": onSettings,
   };
 
   /* ---------- WebSocket ---------- */
@@ -445,6 +966,7 @@
 
   function onConnection(state, { reconnected }) {
     if (reconnected) releaseAfterReconnect();
+    if (state !== "connected") pendingAction = null;
     if (state !== "connected" && pending) {
       pending.userEl.classList.add("unconfirmed");
       pending = null;
@@ -501,11 +1023,13 @@
       ui.sidebarToggle.addEventListener("click", () => setSidebarOpen(!ui.layout.classList.contains("sidebar-open")));
     }
     if (ui.backdrop) ui.backdrop.addEventListener("click", () => setSidebarOpen(false));
-    document.addEventListener("keydown", (e) => {
-      if (e.key !== "Escape" || !ui.layout.classList.contains("sidebar-open")) return;
-      setSidebarOpen(false);
-      if (ui.sidebarToggle) ui.sidebarToggle.focus();
-    });
+    document.addEventListener("keydown", onShortcut);
+    ui.search.addEventListener("input", debounce(runSearch, 250));
+    ui.search.addEventListener("search", runSearch);  // the field's own clear button
+    if (ui.rename) ui.rename.addEventListener("click", startRename);
+    ui.heading.addEventListener("dblclick", startRename);
+    initSettings();
+    initDialogs();
     for (const form of document.querySelectorAll("form[data-confirm]")) {
       form.addEventListener("submit", (e) => { if (!window.confirm(form.dataset.confirm)) e.preventDefault(); });
     }

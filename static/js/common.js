@@ -104,6 +104,45 @@
     return button;
   }
 
+  /* ---------- JSON requests ---------- */
+
+  // The page's CSRF token: a {% csrf_token %} field on the page, else Django's cookie.
+  function csrfToken() {
+    const field = document.querySelector("input[name=csrfmiddlewaretoken]");
+    if (field) return field.value;
+    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return match ? decodeURIComponent(match[1]) : "";
+  }
+
+  /* fetchJson(url, body?): GET, or POST body as JSON with the CSRF token. Resolves to the parsed
+   * answer; rejects with an Error whose message is the server's sentence ({code, message, field}). */
+  async function fetchJson(url, body) {
+    const init = { credentials: "same-origin", headers: { Accept: "application/json" } };
+    if (body !== undefined) {
+      Object.assign(init, { method: "POST", body: JSON.stringify(body) });
+      Object.assign(init.headers, { "Content-Type": "application/json", "X-CSRFToken": csrfToken() });
+    }
+    let response;
+    try { response = await fetch(url, init); } catch (e) { throw new Error("The server could not be reached."); }
+    let data = null;
+    try { data = await response.json(); } catch (e) { data = null; }
+    if (!response.ok) {
+      const error = new Error((data && data.message) || `The server answered ${response.status}.`);
+      error.field = data && data.field;
+      throw error;
+    }
+    return data;
+  }
+
+  // fn, called once calls have stopped for waitMs.
+  function debounce(fn, waitMs) {
+    let timer = null;
+    return (...args) => {
+      clearTimeout(timer);
+      timer = setTimeout(() => fn(...args), waitMs);
+    };
+  }
+
   /* ---------- A WebSocket that reconnects ---------- */
 
   const STATE_LABELS = { connecting: "Connecting…", connected: "Connected", reconnecting: "Reconnecting…" };
@@ -116,6 +155,8 @@
    *   labels:   {state: text}      the status texts, over STATE_LABELS
    *   onState:  fn(state, {reconnected})  after every change; reconnected: an open that follows a lost connection
    * send(frame) sends JSON and says whether the socket was open; `open` says whether it is now. */
+  const SIGNED_OUT = 4401;  // homeai.sockets: the server closes a socket whose session signed out
+
   class ReconnectingSocket {
     constructor(path, { handlers = {}, status = null, labels = {}, onState = null, minDelayMs = 1000, maxDelayMs = 10000 } = {}) {
       Object.assign(this, { path, handlers, status, onState, minDelayMs, maxDelayMs });
@@ -148,9 +189,13 @@
         this.setState("connected", { reconnected });
       });
       socket.addEventListener("message", (event) => this.dispatch(event.data));
-      socket.addEventListener("close", () => {
+      socket.addEventListener("close", (event) => {
         if (this.socket !== socket) return;
         this.socket = null;
+        if (event.code === SIGNED_OUT) {  // this session signed out (here or in another tab): sign in again
+          location.assign("/accounts/login/?next=" + encodeURIComponent(location.pathname));
+          return;
+        }
         this.setState(this.everConnected ? "reconnecting" : "connecting", { reconnected: false });
         this.retryTimer = setTimeout(() => this.connect(), this.delay);
         this.delay = Math.min(this.delay * 2, this.maxDelayMs);
@@ -197,6 +242,6 @@
 
   window.HomeAI = Object.freeze({
     $, el, readJson, setText, isNum, fmtMs, fmtRate, fmtInt, fmtBytes, fmtCount, copyText, copyButton,
-    ReconnectingSocket,
+    fetchJson, debounce, ReconnectingSocket,
   });
 })();

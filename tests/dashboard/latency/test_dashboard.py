@@ -508,7 +508,4 @@ def test_take_dashboard_screenshots_for_the_docs(browser_context, connect, make_
             page.goto(f"/dashboard/requests/{latest.id}/")
             page.wait_for_function("() => document.getElementById('chart-tokens').data")
             page.screenshot(path=str(out / "request-detail.png"), full_page=True)
-            page.set_viewport_size({"width": 1280, "height": 800})
-            page.goto(f"/chat/{latest.conversation_id}/")
-            page.locator(".message.assistant .stats-line").last.wait_for()
-            page.screenshot(path=str(out / "chat.png"))
+            # The chat's own screenshots: tests/dashboard/chat/test_chat_actions_ui.py
