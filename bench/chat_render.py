@@ -9,6 +9,7 @@ both get the same answer token for token: only what the browser costs the box di
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from tests.support import CHROMIUM, CHROMIUM_ARGS
 QUESTION = "List twenty birds of the northern coast, one line each, with one fact about each."
 USERNAME = "bench-render"
 MODES = ("socket", "browser")
+SETTLE_MS = 1000
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,8 @@ def _by_socket(cfg: RenderConfig, cookie: str, conversation: Conversation) -> No
 
 def _by_page(cfg: RenderConfig, page, conversation: Conversation) -> None:
     page.goto(f"{cfg.url}/chat/{conversation.id}/")
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(SETTLE_MS)  # a person reads the page before typing; the page settles meanwhile
     page.fill("#message-input", QUESTION)
     page.fill("#max-tokens", str(cfg.max_tokens))
     page.click("#send-button")
@@ -69,6 +73,9 @@ def _by_page(cfg: RenderConfig, page, conversation: Conversation) -> None:
 
 
 def run(cfg: RenderConfig, log=print) -> dict:
+    # Playwright's sync API keeps an event loop on this thread; the ORM calls here are plain
+    # blocking ones between its calls, which Django otherwise refuses in a thread with a loop.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     user, _ = get_user_model().objects.get_or_create(username=USERNAME)
     client = Client()
     client.force_login(user)

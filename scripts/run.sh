@@ -11,10 +11,24 @@ scripts/ensure-redis.sh
 "$BIN/python" manage.py migrate --noinput
 "$BIN/python" manage.py setup_link --base-url "http://localhost:$PORT"
 
-"$BIN/celery" -A homeai worker -P threads -c "$SLOTS" -Q "${HOMEAI_QUEUE:-homeai}" \
-  --without-gossip --without-mingle --loglevel "${LOG_LEVEL:-INFO}" &
-worker=$!
-trap 'kill $worker 2>/dev/null; wait $worker 2>/dev/null' EXIT INT TERM
+# The worker, restarted whenever it exits (as compose's restart policy does in a container): a
+# Redis restart can end a Celery worker, and the house should not need someone to notice.
+supervise_worker() {
+  local child=
+  trap '[[ -n $child ]] && kill "$child" 2>/dev/null; wait; exit 0' TERM INT
+  while true; do
+    "$BIN/celery" -A homeai worker -P threads -c "$SLOTS" -Q "${HOMEAI_QUEUE:-homeai}" \
+      --without-gossip --without-mingle --loglevel "${LOG_LEVEL:-INFO}" &
+    child=$!
+    wait "$child" && status=0 || status=$?
+    echo "homeai: the worker exited (status $status); starting it again in 2 s" >&2
+    sleep 2
+  done
+}
+supervise_worker &
+supervisor=$!
+web=
+trap 'kill $supervisor $web 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
 
 echo
 echo "HomeAI is starting: open http://localhost:$PORT (or this machine's address on your network)."
@@ -23,4 +37,7 @@ echo
 # X-Forwarded-* headers are believed only behind the proxy the admin said is there.
 proxy=()
 case "${HOMEAI_BEHIND_TLS_PROXY:-}" in 1 | true | yes | on) proxy=(--proxy-headers) ;; esac
-"$BIN/daphne" -b "$HOST" -p "$PORT" "${proxy[@]}" homeai.asgi:application
+# In the background and waited for, so a TERM to this script reaches the trap at once.
+"$BIN/daphne" -b "$HOST" -p "$PORT" "${proxy[@]}" homeai.asgi:application &
+web=$!
+wait "$web"

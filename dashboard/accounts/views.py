@@ -1,16 +1,17 @@
-"""First-run setup: the first visitor creates the admin account."""
+"""First-run setup (from the one-time link) and the throttled sign-in page."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.views import LoginView
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 
-from dashboard.accounts import setup_token
+from dashboard.accounts import setup_token, throttle
 
 SETUP_SESSION_KEY = "homeai-setup"
 
@@ -39,3 +40,24 @@ def setup(request: HttpRequest) -> HttpResponse:
         messages.success(request, f"Welcome, {user.username}. Your admin account is ready.")
         return redirect("chat")
     return render(request, "accounts/setup.html", {"form": form})
+
+
+class ThrottledLoginView(LoginView):
+    """Django's sign-in, refusing to check passwords after too many failures from one address."""
+
+    def post(self, request, *args, **kwargs):
+        username = request.POST.get("username", "")
+        if throttle.blocked(request, username):
+            form = self.get_form()
+            minutes = throttle.WINDOW_S // 60
+            context = self.get_context_data(form=form, throttled_minutes=minutes)
+            return self.render_to_response(context, status=429)
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form):
+        throttle.failed(self.request, self.request.POST.get("username", ""))
+        return super().form_invalid(form)
+
+    def form_valid(self, form):
+        throttle.succeeded(self.request, form.get_user().get_username())
+        return super().form_valid(form)
