@@ -17,15 +17,10 @@ _task: asyncio.Task | None = None
 
 async def _sweep_forever() -> None:
     interval = max(settings.HOMEAI_WORKER_TTL / 4, 0.5)
-    notified: set[int] = set()
-    resent: set[int] = set()
-    suspects: dict[int, float] = {}
+    memory = sweeps.SweepMemory()
     while True:
         try:
-            await database_sync_to_async(sweeps.generations_interrupt_orphans)()
-            await database_sync_to_async(sweeps.generations_interrupt_lost)(suspects=suspects)
-            await database_sync_to_async(sweeps.generations_notify_no_worker)(notified=notified)
-            await database_sync_to_async(sweeps.generations_resend_stale)(resent=resent)
+            await database_sync_to_async(sweeps.sweep)(memory)
         except Exception:
             log.exception("interrupted-answer sweep failed")
         await asyncio.sleep(interval)

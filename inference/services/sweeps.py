@@ -6,6 +6,8 @@ Each is idempotent by conditional update, so several web processes may sweep at 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from django.conf import settings
 from django.utils import timezone
 
@@ -19,14 +21,32 @@ LOST_MESSAGE = "The worker lost track of this answer; the text so far is kept."
 NO_WORKER_MESSAGE = "No worker is running right now; this message will be answered as soon as one starts."
 
 
-def generations_interrupt_orphans() -> list[Generation]:
+@dataclass
+class SweepMemory:
+    """What the sweeps remember between rounds (one per sweeping process)."""
+
+    notified: set[int] = field(default_factory=set)  # answers told that no worker is alive
+    resent: set[int] = field(default_factory=set)  # answers whose task was sent again
+    suspects: dict[int, float] = field(default_factory=dict)  # see generations_interrupt_lost
+
+
+def sweep(memory: SweepMemory) -> None:
+    """One round of every repair, on one reading of the workers' heartbeats."""
+    workers = registry.live_workers()
+    generations_interrupt_orphans(workers=workers)
+    generations_interrupt_lost(workers=workers, suspects=memory.suspects)
+    generations_notify_no_worker(workers=workers, notified=memory.notified)
+    generations_resend_stale(workers=workers, resent=memory.resent)
+
+
+def generations_interrupt_orphans(*, workers: dict[str, dict]) -> list[Generation]:
     """Mark running answers whose worker stopped beating as interrupted, and tell their users."""
-    alive = set(registry.live_workers())
+    alive = set(workers)
     orphans = Generation.objects.filter(status=Generation.Status.RUNNING).exclude(worker__in=alive)
     return [g for g in orphans.select_related("user") if _interrupt(g, INTERRUPTED_MESSAGE)]
 
 
-def generations_interrupt_lost(*, suspects: dict[int, float]) -> list[Generation]:
+def generations_interrupt_lost(*, workers: dict[str, dict], suspects: dict[int, float]) -> list[Generation]:
     """Mark running answers that their (living) worker no longer runs as interrupted.
 
     A worker's heartbeat lists the answers it runs. One that is missing may only have been
@@ -34,7 +54,6 @@ def generations_interrupt_lost(*, suspects: dict[int, float]) -> list[Generation
     a later beat of the same worker still leaves it out. `suspects` (answer id -> the beat's
     time) is the caller's memory between sweeps.
     """
-    workers = registry.live_workers()
     running = Generation.objects.filter(status=Generation.Status.RUNNING, worker__in=list(workers))
     lost, seen = [], set()
     for generation in running.select_related("user"):
@@ -70,14 +89,14 @@ def _interrupt(generation: Generation, message: str) -> bool:
     return True
 
 
-def generations_resend_stale(*, resent: set[int]) -> None:
+def generations_resend_stale(*, workers: dict[str, dict], resent: set[int]) -> None:
     """Send the task again, once, for answers queued too long while workers are alive.
 
     The web process stores an answer and then sends its task; if it died in between, nothing
     would ever run it. A second task for an answer that is merely waiting in a long line is
     harmless: the claim (queued -> running) lets only one of them run.
     """
-    if not registry.live_workers():
+    if not workers:
         return
     cutoff = timezone.now() - timezone.timedelta(seconds=settings.HOMEAI_RESEND_AFTER_S)
     stale = Generation.objects.filter(status=Generation.Status.QUEUED, created_at__lt=cutoff).exclude(id__in=resent)
@@ -86,10 +105,10 @@ def generations_resend_stale(*, resent: set[int]) -> None:
         registry.send_generation(generation_id)
 
 
-def generations_notify_no_worker(*, notified: set[int]) -> None:
+def generations_notify_no_worker(*, workers: dict[str, dict], notified: set[int]) -> None:
     """Tell people whose answers wait that no worker is alive (once per answer), so a stopped
     worker shows up as a sentence instead of an endless "queued"."""
-    if registry.live_workers():
+    if workers:
         notified.clear()
         return
     cutoff = timezone.now() - timezone.timedelta(seconds=settings.HOMEAI_WORKER_TTL)

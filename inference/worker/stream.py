@@ -187,10 +187,7 @@ class _Relay:
                 else:
                     final = ev
             if final is not None:
-                frame.append(self._finish(final))
-                self.ended = True
-                broadcast.publish_for(self.generation, frame)
-                broadcast.publish_dashboard([events.request_done(self.generation)])
+                self._publish_end(frame, self._store_end(final))
                 r.delete(redis_client.cancel_key(gid))
                 return
             broadcast.publish_for(self.generation, frame)
@@ -212,21 +209,25 @@ class _Relay:
 
     def fail(self, code: str, message: str) -> None:
         """End the answer as an error with the text so far, unless it already ended."""
-        if self.ended:
-            return
-        self.ended = True
-        self._finish(ErrorEvent(code, message), notify=True)
+        if not self.ended:
+            self._publish_end([], self._store_end(ErrorEvent(code, message)))
 
-    def _finish(self, final: DoneEvent | ErrorEvent, *, notify: bool = False) -> dict:
+    def _publish_end(self, frame: list[dict], end: dict | None) -> None:
+        """Send the last frame, with the end event when this worker wrote the end."""
+        self.ended = True
+        broadcast.publish_for(self.generation, [*frame, end] if end else frame)
+        if end:
+            broadcast.publish_dashboard([events.request_done(self.generation)])
+
+    def _store_end(self, final: DoneEvent | ErrorEvent) -> dict | None:
         """Store the answer's end (done, cancelled or error) and return the event that says so.
 
-        The row changes only while it is still running: an answer the watchdog already marked
-        interrupted keeps that status (its client was told), but gets the whole text.
+        The row changes only while it is still running. None when it had already ended: the
+        watchdog marked it interrupted and told its client; the whole text is still saved.
         """
         generation, gid = self.generation, self.generation.id
         running = Generation.objects.filter(id=gid, status=Generation.Status.RUNNING)
         if isinstance(final, ErrorEvent):
-            text = "".join(self.pieces)
             with transaction.atomic():
                 changed = running.update(
                     status=Generation.Status.ERROR,
@@ -235,8 +236,7 @@ class _Relay:
                     finished_at=timezone.now(),
                 )
                 if changed:
-                    Message.objects.filter(id=generation.message_id).update(content=text)
-            event = events.error(gid, final.code, final.message)
+                    Message.objects.filter(id=generation.message_id).update(content="".join(self.pieces))
         else:
             metrics = final.metrics
             status = Generation.Status.CANCELLED if final.finish_reason == "cancelled" else Generation.Status.DONE
@@ -253,13 +253,10 @@ class _Relay:
                     itl_ms=metrics["itl_ms"],
                     **columns,
                 )
-            event = None
-        generation.refresh_from_db()
         if not changed:
-            return events.final(generation, gid)  # what its client was already told
+            return None
+        generation.refresh_from_db()
         record_generation(generation)
-        event = event or events.done(generation, text=final.text)
-        if notify:
-            broadcast.publish_for(generation, [event])
-            broadcast.publish_dashboard([events.request_done(generation)])
-        return event
+        if isinstance(final, ErrorEvent):
+            return events.error(gid, final.code, final.message)
+        return events.done(generation, text=final.text)

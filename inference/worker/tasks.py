@@ -41,7 +41,7 @@ def _on_worker_ready(**_kwargs) -> None:
     heartbeat.start()
     # Memory bandwidth and FLOP/s for the dashboard's "why" panel: a second or two, cached per host.
     threading.Thread(target=probe.ensure_cached, name="homeai-probe", daemon=True).start()
-    interrupted = sweeps.generations_interrupt_orphans()
+    interrupted = sweeps.generations_interrupt_orphans(workers=registry.live_workers())
     if interrupted:
         log.warning("marked %d answers of a stopped worker as interrupted", len(interrupted))
 
