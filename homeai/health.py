@@ -1,4 +1,14 @@
-"""/healthz: database, Redis, workers and model state, for container health checks."""
+"""Health: /healthz for the whole service, /healthz/web for this web process alone.
+
+- `/healthz` is 200 only when an answer could start now: the database and Redis answer and at
+  least one inference worker has a live heartbeat. Otherwise 503, with `reasons` a person can act
+  on ("no inference worker is running ...").
+- `/healthz/web` is 200 when this web process can serve pages and sockets (database and Redis).
+  The web container's health check uses it, so a stopped worker does not mark the web unhealthy.
+
+Neither needs a login. Everyone gets the verdict, the reasons and yes/no per check; exception
+text, worker names and their queues are shown to staff only (they name hosts, paths, versions).
+"""
 
 from __future__ import annotations
 
@@ -11,38 +21,70 @@ from django.views.decorators.http import require_GET
 from inference import redis_client
 from inference.worker import registry
 
+WORKER_FIELDS = ("worker", "model", "loaded", "running", "waiting", "policy")
+
+
+def _check_database() -> tuple[bool, str]:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except Exception as exc:
+        return False, f"{type(exc).__name__}: {exc}"
+    return True, ""
+
+
+def _check_redis() -> tuple[bool, str, dict]:
+    try:
+        redis_client.client().ping()
+        return True, "", registry.live_workers()
+    except Exception as exc:
+        return False, f"{type(exc).__name__}: {exc}", {}
+
+
+def _report(request: HttpRequest, *, need_worker: bool) -> JsonResponse:
+    staff = bool(getattr(request, "user", None) and request.user.is_authenticated and request.user.is_staff)
+    db_ok, db_error = _check_database()
+    redis_ok, redis_error, workers = _check_redis()
+    reasons = []
+    if not db_ok:
+        reasons.append("The database does not answer: nothing can be read or saved.")
+    if not redis_ok:
+        reasons.append("Redis does not answer: answers cannot be queued or streamed.")
+    elif not workers:
+        reasons.append(
+            "No inference worker is running (none has reported in the last "
+            f"{settings.HOMEAI_WORKER_TTL:g} s): answers cannot start. Start the worker."
+        )
+    checks: dict = {
+        "database": {"ok": db_ok},
+        "redis": {"ok": redis_ok},
+        "workers": {"ok": bool(workers), "count": len(workers)},
+        "model": {
+            "configured": settings.HOMEAI_MODEL_PATH.name,
+            "present": settings.HOMEAI_MODEL_PATH.is_file(),
+            "loaded": any(w.get("loaded") for w in workers.values()),
+        },
+    }
+    if staff:
+        if db_error:
+            checks["database"]["error"] = db_error
+        if redis_error:
+            checks["redis"]["error"] = redis_error
+        checks["workers"]["items"] = [{k: w.get(k) for k in WORKER_FIELDS} for w in workers.values()]
+    ok = db_ok and redis_ok and (bool(workers) or not need_worker)
+    body = {"status": "ok" if ok else "error", "reasons": reasons if not ok or need_worker else [], **checks}
+    return JsonResponse(body, status=200 if ok else 503)
+
 
 @require_GET
 @never_cache
 def healthz(request: HttpRequest) -> JsonResponse:
-    """Database, Redis, workers and model state, for Docker health checks (no login, no user data)."""
-    checks: dict = {}
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-        checks["database"] = {"ok": True}
-    except Exception as exc:
-        checks["database"] = {"ok": False, "error": str(exc)}
-    try:
-        redis_client.client().ping()
-        checks["redis"] = {"ok": True}
-        workers = registry.live_workers()
-    except Exception as exc:
-        checks["redis"] = {"ok": False, "error": str(exc)}
-        workers = {}
-    checks["workers"] = {
-        "ok": bool(workers),
-        "count": len(workers),
-        "items": [
-            {k: w.get(k) for k in ("worker", "model", "loaded", "running", "waiting", "policy")}
-            for w in workers.values()
-        ],
-    }
-    checks["model"] = {
-        "configured": settings.HOMEAI_MODEL_PATH.name,
-        "present": settings.HOMEAI_MODEL_PATH.is_file(),
-        "loaded": any(w.get("loaded") for w in workers.values()),
-    }
-    # The web container is healthy when it can serve: database and Redis. Workers are reported.
-    ok = checks["database"]["ok"] and checks["redis"]["ok"]
-    return JsonResponse({"status": "ok" if ok else "error", **checks}, status=200 if ok else 503)
+    """The service: 200 when an answer could start now (database, Redis, a live worker)."""
+    return _report(request, need_worker=True)
+
+
+@require_GET
+@never_cache
+def healthz_web(request: HttpRequest) -> JsonResponse:
+    """This web process: 200 when it can serve (database and Redis); workers are reported only."""
+    return _report(request, need_worker=False)

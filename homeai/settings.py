@@ -153,6 +153,8 @@ CHANNEL_LAYERS = {
 }
 
 CELERY_BROKER_URL = REDIS_URL
+CELERY_BROKER_TRANSPORT = "homeai.broker:Transport"  # kombu's Redis transport, surviving a Redis restart
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # a worker waits out a Redis outage of any length
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_ACCEPT_CONTENT = ["json"]

@@ -21,6 +21,7 @@ urlpatterns = [
     path("v1/", include("inference.api.urls")),
     path("metrics", api_views.metrics, name="metrics"),
     path("healthz", health.healthz, name="healthz"),
+    path("healthz/web", health.healthz_web, name="healthz-web"),
     path("accounts/login/", account_views.ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -14,6 +14,8 @@ import threading
 
 from channels.layers import get_channel_layer
 
+from inference.outage import OutageLog
+
 log = logging.getLogger(__name__)
 
 DASHBOARD_GROUP = "dashboard"
@@ -58,12 +60,17 @@ class _Relay:
 
     async def _pump(self) -> None:
         layer = get_channel_layer()
+        outage = OutageLog(log, "sending events")
         while True:
             group, message = await self._queue.get()
             try:
                 await layer.group_send(group, message)
             except Exception:
-                log.exception("group_send to %s failed", group)
+                # Redis is down: this event is lost (the database keeps the text; pages catch up
+                # with chat.sync).
+                outage.failed("events are dropped until Redis answers")
+            else:
+                outage.ok()
 
     def publish(self, group: str, message: dict) -> None:
         with self._lock:

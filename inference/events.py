@@ -22,6 +22,7 @@ PHASE = "generation.phase"
 TOKEN = "generation.token"
 DONE = "generation.done"
 ERROR = "generation.error"
+SYNC = "generation.sync"
 ENDS = (DONE, ERROR)
 
 BRANCH = "conversation.branch"
@@ -80,6 +81,12 @@ def error(generation_id: int | None, code: str, message: str) -> dict:
 def client_error(exc: ClientError) -> dict:
     """A refused message, told to the socket that sent it."""
     return error(exc.generation, exc.code, exc.message)
+
+
+def sync(generation: Generation) -> dict:
+    """An answer still queued or running, as the database has it (its text is saved as it
+    streams): what a socket that may have missed events is told when it asks (chat.sync)."""
+    return {"type": SYNC, "generation": generation.id, "status": generation.status, "text": generation.message.content}
 
 
 def final(generation: Generation | None, generation_id: int) -> dict | None:

@@ -129,6 +129,7 @@ class Generation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=255, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)  # workers that claimed it (a dead one's is retried once)
     finish_reason = models.CharField(max_length=16, blank=True)
     error_code = models.CharField(max_length=32, blank=True)
     error_message = models.TextField(blank=True)

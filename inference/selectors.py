@@ -32,6 +32,12 @@ def generation_for_user(*, user, generation_id) -> Generation | None:
     return Generation.objects.filter(id=generation_id, user=user).first()
 
 
+def generations_for_user(*, user, generation_ids: list[int]) -> dict[int, Generation]:
+    """The user's answers among these ids, with their messages (others' are simply absent)."""
+    rows = Generation.objects.filter(id__in=generation_ids, user=user).select_related("message")
+    return {g.id: g for g in rows}
+
+
 def message_for_user(*, user, message_id) -> Message | None:
     """One of the user's messages, with its conversation (None for anyone else's)."""
     if not _is_id(message_id):

@@ -8,6 +8,7 @@ import logging
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from inference.outage import OutageLog
 from inference.services import sweeps
 
 log = logging.getLogger(__name__)
@@ -18,11 +19,14 @@ _task: asyncio.Task | None = None
 async def _sweep_forever() -> None:
     interval = max(settings.HOMEAI_WORKER_TTL / 4, 0.5)
     memory = sweeps.SweepMemory()
+    outage = OutageLog(log, "the answer sweep")
     while True:
         try:
             await database_sync_to_async(sweeps.sweep)(memory)
         except Exception:
-            log.exception("interrupted-answer sweep failed")
+            outage.failed(f"trying again every {interval:.1f} s")
+        else:
+            outage.ok()
         await asyncio.sleep(interval)
 
 

@@ -4,87 +4,26 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 
-from inference import redis_client
 from inference.model_library import ensure_bundled_models
 from inference.models import Generation
 from tests import factories
-from tests.support import ChatSocket, session_cookie, wait_until
+from tests.support import BIN, ChatSocket, WorkerProcess, free_port, session_cookie, spawn, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
-LOG_DIR = Path(settings.DATA_DIR) / "logs"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _process_env() -> dict:
-    env = os.environ.copy()
-    env["DJANGO_SETTINGS_MODULE"] = "tests.settings"
-    env["HOMEAI_USE_TEST_DB"] = "1"
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def _spawn(name: str, argv: list[str], env: dict | None = None) -> subprocess.Popen:
-    LOG_DIR.mkdir(parents=True, exist_ok=True)
-    log = open(LOG_DIR / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
-    return subprocess.Popen(argv, cwd=ROOT, env=env or _process_env(), stdout=log, stderr=subprocess.STDOUT)
-
-
-class WorkerProcess:
-    """A real `celery worker` process on the test queue; can be killed and started again."""
-
-    def __init__(self, concurrency: int = 4):
-        self.concurrency = concurrency
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def name(self) -> str:
-        return f"{socket.gethostname()}:{self.proc.pid}"
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def start(self, env_overrides: dict | None = None) -> None:
-        env = _process_env()
-        env.update(env_overrides or {})
-        argv = [str(BIN / "celery"), "-A", "homeai", "worker", "-P", "threads", "-c", str(self.concurrency)]
-        argv += ["-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "--without-gossip", "--without-mingle"]
-        argv += ["--without-heartbeat", "--loglevel", "INFO", "-n", f"test-{time.monotonic_ns()}@%h"]
-        self.proc = _spawn("worker", argv, env)
-        key = redis_client.worker_key(self.name)
-        if not wait_until(lambda: redis_client.client().exists(key) or not self.alive(), timeout=60):
-            raise RuntimeError("the Celery worker did not report ready within 60 s; see data/test/logs/worker.log")
-        if not self.alive():
-            raise RuntimeError("the Celery worker exited; see data/test/logs/worker.log")
-
-    def kill(self) -> None:
-        """SIGKILL: the worker gets no chance to clean up, as in a crash or an OOM kill."""
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.alive():
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.kill()
+def pytest_collection_modifyitems(config, items):
+    """The fault tests first, before the suite's own daphne and worker start. Their stack shares
+    the test database but not Redis with those, and each side's watchdog would, rightly from where
+    it stands, end the other worker's running answers: a worker it never hears from."""
+    items.sort(key=lambda item: item.get_closest_marker("faults") is None)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -107,14 +46,14 @@ def bundled_model(bundled_models):
 
 @pytest.fixture(scope="session")
 def live_server_url(django_db_setup):
-    port = _free_port()
+    port = free_port()
     argv = [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "homeai.asgi:application"]
-    proc = _spawn("daphne", argv)
+    proc = spawn("daphne", argv)
     url = f"http://127.0.0.1:{port}"
 
     def healthy() -> bool:
         try:
-            with urllib.request.urlopen(url + "/healthz", timeout=2) as resp:
+            with urllib.request.urlopen(url + "/healthz/web", timeout=2) as resp:
                 return resp.status == 200
         except Exception:
             return proc.poll() is not None
@@ -171,9 +110,16 @@ def connect(live_server_url, settled):
 
 
 @pytest.fixture
-def health(live_server_url):
+def health(live_server_url, transactional_db):
+    """read() -> /healthz as staff see it (with each worker's model and policy), whatever its status."""
+    cookie = session_cookie(factories.user("health-staff", is_staff=True))
+
     def read() -> dict:
-        with urllib.request.urlopen(live_server_url + "/healthz", timeout=5) as resp:
-            return json.loads(resp.read())
+        request = urllib.request.Request(live_server_url + "/healthz", headers={"Cookie": f"sessionid={cookie}"})
+        try:
+            with urllib.request.urlopen(request, timeout=5) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as exc:  # 503: no worker (yet)
+            return json.loads(exc.read())
 
     return read

@@ -1,16 +1,28 @@
-"""Test helpers: a synchronous chat-socket client and polling."""
+"""Test helpers: processes on the test database, a synchronous chat-socket client, polling."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.test import Client
 from websockets.sync.client import connect as ws_connect
+
+from inference import redis_client
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+LOG_DIR = Path(settings.DATA_DIR) / "logs"
 
 DONE_TYPES = ("generation.done", "generation.error")
 
@@ -33,6 +45,76 @@ def launch_chromium(playwright):
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (make test does).")
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def process_env(**overrides: str) -> dict:
+    """The environment of a process the tests start: the test settings and the test database."""
+    env = os.environ.copy()
+    env["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+    env["HOMEAI_USE_TEST_DB"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(overrides)
+    return env
+
+
+def spawn(name: str, argv: list[str], env: dict | None = None) -> subprocess.Popen:
+    """Start a process with its output in data/test/logs/NAME.log."""
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    log = open(LOG_DIR / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
+    return subprocess.Popen(argv, cwd=ROOT, env=env or process_env(), stdout=log, stderr=subprocess.STDOUT)
+
+
+class WorkerProcess:
+    """A real `celery worker` process on the test queue; can be killed and started again."""
+
+    def __init__(self, concurrency: int = 4, env: dict | None = None, redis=None, log_name: str = "worker"):
+        """env: over the test environment (another Redis, say); redis: a client of the Redis
+        the worker beats to (the suite's own by default)."""
+        self.concurrency = concurrency
+        self.env = env or {}
+        self.redis = redis
+        self.log_name = log_name
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{socket.gethostname()}:{self.proc.pid}"
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, env_overrides: dict | None = None) -> None:
+        env = process_env(**self.env)
+        env.update(env_overrides or {})
+        argv = [str(BIN / "celery"), "-A", "homeai", "worker", "-P", "threads", "-c", str(self.concurrency)]
+        argv += ["-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "--without-gossip", "--without-mingle"]
+        argv += ["--without-heartbeat", "--loglevel", "INFO", "-n", f"test-{time.monotonic_ns()}@%h"]
+        self.proc = spawn(self.log_name, argv, env)
+        key = redis_client.worker_key(self.name)
+        redis = self.redis or redis_client.client()
+        if not wait_until(lambda: redis.exists(key) or not self.alive(), timeout=60):
+            raise RuntimeError("the Celery worker did not report ready within 60 s; see data/test/logs/worker.log")
+        if not self.alive():
+            raise RuntimeError("the Celery worker exited; see data/test/logs/worker.log")
+
+    def kill(self) -> None:
+        """SIGKILL: the worker gets no chance to clean up, as in a crash or an OOM kill."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
 
 
 def wait_until(predicate: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:

@@ -16,6 +16,7 @@ from inference.services import conversations, generations
 log = logging.getLogger(__name__)
 
 MAX_FRAME_BYTES = 1_000_000
+MAX_SYNC_IDS = 100
 INTERNAL_ERROR_MESSAGE = "Something went wrong with that message on the server; please try again."
 
 
@@ -54,6 +55,8 @@ class ChatConsumer(SignedInGroupConsumer):
             content = json.loads(text_data)
         except ValueError:
             raise ClientError("bad_json", "That message is not valid JSON.") from None
+        except RecursionError:
+            raise ClientError("bad_json", "That message is nested too deeply.") from None
         if not isinstance(content, dict):
             raise ClientError("bad_request", 'Each message must be a JSON object with a "type".')
         return content
@@ -67,6 +70,7 @@ class ChatConsumer(SignedInGroupConsumer):
             "chat.edit": self.chat_edit,
             "chat.switch": self.chat_switch,
             "chat.settings": self.chat_settings,
+            "chat.sync": self.chat_sync,
         }
 
     async def chat_send(self, content: dict) -> None:
@@ -81,6 +85,30 @@ class ChatConsumer(SignedInGroupConsumer):
         )
         changed = content.get("settings") is not None or content.get("preset") is not None
         await self._answer_queued(generation, settings=changed)
+
+    async def chat_sync(self, content: dict) -> None:
+        """Where these answers are now, from the database: the page asks after a reconnect, or
+        when an answer it shows has been silent a while (events sent while Redis or the socket
+        was down are gone; the text is not, the worker saves it as it streams)."""
+        ids = content.get("generations")
+        if (
+            not isinstance(ids, list)
+            or len(ids) > MAX_SYNC_IDS
+            or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
+        ):
+            raise ClientError(
+                "bad_request", f"generations must be a list of at most {MAX_SYNC_IDS} answer ids.", field="generations"
+            )
+        for event in await database_sync_to_async(self._sync_events)(ids):
+            await self.send_json(event)
+
+    def _sync_events(self, ids: list[int]) -> list[dict]:
+        found = selectors.generations_for_user(user=self.user, generation_ids=ids)
+        out = []
+        for gid in dict.fromkeys(ids):
+            generation = found.get(gid)
+            out.append(events.final(generation, gid) or events.sync(generation))
+        return out
 
     async def chat_regenerate(self, content: dict) -> None:
         await self._new_branch(generations.generation_regenerate, content)
@@ -104,7 +132,8 @@ class ChatConsumer(SignedInGroupConsumer):
         then send it to a worker."""
         for event in await database_sync_to_async(self._queued_events)(generation, branch, settings):
             await self.send_json(event)
-        await database_sync_to_async(generations.generation_enqueue)(generation=generation)
+        if not await database_sync_to_async(generations.generation_enqueue)(generation=generation):
+            await self.send_json(events.phase(generation.id, "notice", message=generations.QUEUE_DOWN_MESSAGE))
 
     def _queued_events(self, generation, branch: bool, settings: bool) -> list[dict]:
         conversation = generation.conversation

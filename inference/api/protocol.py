@@ -72,6 +72,8 @@ def parse_body(raw: bytes) -> dict:
         data = json.loads(raw or b"null")
     except ValueError:
         raise ApiError(400, "The request body is not valid JSON.", code="invalid_json") from None
+    except RecursionError:
+        raise ApiError(400, "The request body is nested too deeply.", code="invalid_json") from None
     if not isinstance(data, dict):
         raise ApiError(400, "The request body must be a JSON object.", code="invalid_json")
     return data

@@ -8,6 +8,7 @@ away cancels its answer, so a closed tab or a killed script frees its engine slo
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import logging
@@ -15,6 +16,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import redis
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -34,6 +36,8 @@ from inference.services import generations
 from inference.worker import registry
 
 log = logging.getLogger(__name__)
+REDIS_WAIT_S = 10.0  # how long a request waits out an unreachable Redis before its 503
+REDIS_RETRY_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -258,17 +262,31 @@ async def _primed(first: bytes, rest) -> AsyncIterator[bytes]:
             yield part
 
 
+async def _patient(attempt):
+    """await attempt(), again every REDIS_RETRY_S while Redis is unreachable, for up to REDIS_WAIT_S:
+    a Redis restart (a NAS updating its container) takes a second or two, and a request that
+    arrives meanwhile should wait it out rather than fail."""
+    deadline = time.monotonic() + REDIS_WAIT_S
+    while True:
+        try:
+            return await attempt()
+        except redis.RedisError:
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(REDIS_RETRY_S)
+
+
 async def _respond(request: HttpRequest, *, chat: bool) -> HttpResponse:
     if request.method != "POST":
         return _method_not_allowed("POST")
     answer = None
     try:
-        user, req, generation = await database_sync_to_async(_accept)(request, chat=chat)
+        user, req, generation = await _patient(lambda: database_sync_to_async(_accept)(request, chat=chat))
         # This web process also sweeps for a dead worker's answers. An empty context: the task
         # must not inherit this request's thread-sensitive executor, which ends with the request.
         contextvars.Context().run(watchdog.ensure_running)
         answer = Answer(user=user, req=req, generation=generation)
-        await answer.start()
+        await _patient(answer.start)
         if not req.stream:
             try:
                 return await answer.collect()
@@ -282,6 +300,14 @@ async def _respond(request: HttpRequest, *, chat: bool) -> HttpResponse:
         if answer is not None:
             await answer.end()
         return exc.response()
+    except redis.RedisError:
+        log.warning("an API request met Redis down", exc_info=True)
+        if answer is not None:
+            await answer.end()
+        down = ApiError(503, "The message queue (Redis) is unreachable; retry in a moment.", code="unavailable")
+        response = down.response()
+        response["Retry-After"] = "5"
+        return response
     except Exception:
         log.exception("an API request failed")
         if answer is not None:

@@ -20,6 +20,7 @@ from inference.engine.commands import Cancel, Command, Retire, SetPolicy, Stop, 
 from inference.engine.errors import EngineError
 from inference.engine.events import DoneEvent, ErrorEvent, PhaseEvent, TokenEvent
 from inference.engine.policies import make_policy
+from inference.engine.prompt import Prompt
 from inference.engine.runner import Runner
 from inference.engine.scheduler import Scheduler
 from inference.engine.sequence import Sequence, StopStringFilter
@@ -63,10 +64,18 @@ class Engine:
 
     # --- called from other threads -----------------------------------------------------------
     def submit(self, seq: Sequence) -> bool:
-        """Take a sequence; False when this engine is retiring or stopped (ask for the new one)."""
+        """Take a sequence; False when this engine is retiring or stopped (ask for the new one).
+
+        Its prompt is built here, in the caller's thread, once the model is loaded: rendering
+        and tokenizing a long conversation (a thousand turns take seconds) must not hold up
+        every other answer's next token on the engine thread. The tokenizer only reads the
+        vocabulary, and the door keeps the runner from closing meanwhile.
+        """
         with self._door:
             if self._closed:
                 return False
+            if self.runner.loaded:
+                seq.prepared = self._prepare(seq)
             self._inbox.put(Submit(seq))
             return True
 
@@ -197,18 +206,9 @@ class Engine:
             err = self.load_error or EngineError("model_unusable", "The model could not be loaded.")
             seq.emit(ErrorEvent(err.code, err.message))
             return
-        try:
-            reserve = min(seq.params.max_tokens, self.runner.config.n_ctx_seq // 2)
-            if seq.raw_prompt is not None:
-                prompt = self.runner.prompts.build_raw(seq.raw_prompt)
-            else:
-                prompt = self.runner.prompts.build(seq.messages, reserve=reserve)
-        except EngineError as exc:
-            seq.emit(ErrorEvent(exc.code, exc.message))
-            return
-        except Exception as exc:  # one request's prompt must never fail the others
-            log.exception("prompt for sequence %s failed", seq.seq_id)
-            seq.emit(ErrorEvent("prompt_error", f"The prompt could not be built: {exc}"))
+        prompt = seq.prepared if seq.prepared is not None else self._prepare(seq)
+        if isinstance(prompt, EngineError):
+            seq.emit(ErrorEvent(prompt.code, prompt.message))
             return
         seq.prompt_tokens = prompt.tokens
         seq.stop_filter = StopStringFilter(tuple(seq.params.stop) + prompt.stop)
@@ -226,6 +226,20 @@ class Engine:
         position = self.scheduler.queue_position(seq)
         if position > 1 or self.scheduler.running:
             seq.emit(PhaseEvent("queued", position=position))
+
+    def _prepare(self, seq: Sequence) -> Prompt | EngineError:
+        """The sequence's prompt, or the error that refuses it (one request's prompt must never
+        fail the others)."""
+        try:
+            if seq.raw_prompt is not None:
+                return self.runner.prompts.build_raw(seq.raw_prompt)
+            reserve = min(seq.params.max_tokens, self.runner.config.n_ctx_seq // 2)
+            return self.runner.prompts.build(seq.messages, reserve=reserve)
+        except EngineError as exc:
+            return exc
+        except Exception as exc:
+            log.exception("prompt for sequence %s failed", seq.seq_id)
+            return EngineError("prompt_error", f"The prompt could not be built: {exc}")
 
     def _step(self) -> None:
         step = self.scheduler.schedule()

@@ -98,6 +98,9 @@ class Sequence:
     raw_prompt: str | None = None  # tokenized as is, without the chat template (completions)
     owner: object = None  # whose request (a user id): a cached prefix is reused by its owner only
     first_logits: object = None  # numpy array, kept only when the engine is asked to (tests)
+    # The prompt, built by Engine.submit in the submitting thread (a Prompt, or the EngineError
+    # that refused it); None when the model was not loaded yet, and the engine thread builds it.
+    prepared: object = None
 
     @property
     def prompt_len(self) -> int:

@@ -3,8 +3,10 @@ API request), send it, cancel it."""
 
 from __future__ import annotations
 
+import logging
 import time
 
+import redis
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -18,6 +20,7 @@ from inference.services.validation import validate_max_tokens, validate_sampling
 from inference.worker import registry
 
 TITLE_CHARS = 60
+log = logging.getLogger(__name__)
 
 
 def generation_create(
@@ -189,10 +192,24 @@ def _check_waiting_limit(user) -> None:
         )
 
 
-def generation_enqueue(*, generation: Generation) -> None:
-    """Send the answer to a worker (after the client was told it is queued, so no event beats that)."""
+QUEUE_DOWN_MESSAGE = (
+    "The message queue is unreachable for the moment; this message is saved and will be answered as soon as it is back."
+)
+
+
+def generation_enqueue(*, generation: Generation) -> bool:
+    """Send the answer to a worker (after the client was told it is queued, so no event beats that).
+
+    False when the broker (Redis) is unreachable: the answer stays queued in the database, and
+    the watchdog sends its task again once Redis answers (sweeps.generations_resend_stale).
+    """
     broadcast.publish_dashboard([events.request_update(generation, phase="queued", status="queued")])
-    registry.send_generation(generation.id)
+    try:
+        registry.send_generation(generation.id)
+    except Exception:
+        log.warning("could not send answer %s to a worker; the watchdog will", generation.id, exc_info=True)
+        return False
+    return True
 
 
 def generation_cancel(*, user, generation_id) -> None:
@@ -209,7 +226,12 @@ def generation_cancel(*, user, generation_id) -> None:
         broadcast.publish_dashboard([events.request_done(generation)])
         record_generation(generation)
     elif generation.status == Generation.Status.RUNNING:
-        redis_client.client().set(redis_client.cancel_key(generation.id), 1, ex=3600)
+        try:
+            redis_client.client().set(redis_client.cancel_key(generation.id), 1, ex=3600)
+        except redis.RedisError:
+            raise ClientError(
+                "unavailable", "The answer cannot be stopped right now (the message queue is unreachable); try again."
+            ) from None
 
 
 def generation_set_client_ttft(*, user, generation_id, ttft_ms) -> None:

@@ -6,6 +6,7 @@ Each is idempotent by conditional update, so several web processes may sweep at 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -18,6 +19,8 @@ from inference.worker import registry
 
 INTERRUPTED_MESSAGE = "The worker stopped while writing this answer; the text so far is kept."
 LOST_MESSAGE = "The worker lost track of this answer; the text so far is kept."
+RETRY_MESSAGE = "The worker stopped before this answer began; it starts again."
+MAX_ATTEMPTS = 2
 NO_WORKER_MESSAGE = "No worker is running right now; this message will be answered as soon as one starts."
 
 
@@ -26,24 +29,66 @@ class SweepMemory:
     """What the sweeps remember between rounds (one per sweeping process)."""
 
     notified: set[int] = field(default_factory=set)  # answers told that no worker is alive
-    resent: set[int] = field(default_factory=set)  # answers whose task was sent again
+    resent: dict[int, float] = field(default_factory=dict)  # answer id -> when its task was last sent again
     suspects: dict[int, float] = field(default_factory=dict)  # see generations_interrupt_lost
+    missing: dict[str, float] = field(default_factory=dict)  # see generations_interrupt_orphans
+    redis_failed: bool = False  # Redis failed since the last resend: its queue may be gone
 
 
 def sweep(memory: SweepMemory) -> None:
-    """One round of every repair, on one reading of the workers' heartbeats."""
-    workers = registry.live_workers()
-    generations_interrupt_orphans(workers=workers)
+    """One round of every repair, on one reading of the workers' heartbeats.
+
+    A failed reading (Redis down) raises, and the round is skipped; the next good one also
+    sends again every waiting answer's task, since a Redis restart may have emptied the queue.
+    """
+    try:
+        workers = registry.live_workers()
+    except Exception:
+        memory.redis_failed = True
+        raise
+    generations_interrupt_orphans(workers=workers, missing=memory.missing)
     generations_interrupt_lost(workers=workers, suspects=memory.suspects)
     generations_notify_no_worker(workers=workers, notified=memory.notified)
-    generations_resend_stale(workers=workers, resent=memory.resent)
+    if memory.redis_failed and workers:
+        generations_resend_stale(workers=workers, resent=memory.resent, waited_s=0)
+        memory.redis_failed = False
+    else:
+        generations_resend_stale(workers=workers, resent=memory.resent)
 
 
-def generations_interrupt_orphans(*, workers: dict[str, dict]) -> list[Generation]:
-    """Mark running answers whose worker stopped beating as interrupted, and tell their users."""
-    alive = set(workers)
-    orphans = Generation.objects.filter(status=Generation.Status.RUNNING).exclude(worker__in=alive)
-    return [g for g in orphans.select_related("user") if _interrupt(g, INTERRUPTED_MESSAGE)]
+def generations_interrupt_orphans(*, workers: dict[str, dict], missing: dict[str, float]) -> list[Generation]:
+    """Mark running answers whose worker stopped beating as interrupted, and tell their users.
+
+    A worker counts as gone once its heartbeat has been missing for a whole TTL of this
+    sweeper's own readings, not at the first reading without it: a Redis restart loses every
+    heartbeat, and the living workers write theirs again within a quarter of the TTL.
+    `missing` (worker -> when first seen missing, monotonic) is the caller's memory.
+    """
+    now = time.monotonic()
+    running = Generation.objects.filter(status=Generation.Status.RUNNING).exclude(worker__in=list(workers))
+    absent = set(running.values_list("worker", flat=True).distinct())
+    for name in set(missing) - absent:
+        del missing[name]
+    gone = [name for name in absent if now - missing.setdefault(name, now) >= settings.HOMEAI_WORKER_TTL]
+    if not gone:
+        return []
+    orphans = running.filter(worker__in=gone).select_related("user", "message")
+    return [g for g in orphans if not _retry(g) and _interrupt(g, INTERRUPTED_MESSAGE)]
+
+
+def _retry(generation: Generation) -> bool:
+    """Queue again an answer whose worker died before it wrote a word, once: nothing of it is
+    lost by starting over, and the person gets an answer instead of an empty "interrupted"."""
+    if generation.message.content or generation.attempts >= MAX_ATTEMPTS:
+        return False
+    changed = Generation.objects.filter(
+        id=generation.id, status=Generation.Status.RUNNING, worker=generation.worker
+    ).update(status=Generation.Status.QUEUED, worker="")
+    if not changed:
+        return False
+    broadcast.publish_for(generation, [events.phase(generation.id, "notice", message=RETRY_MESSAGE)])
+    registry.send_generation(generation.id)
+    return True
 
 
 def generations_interrupt_lost(*, workers: dict[str, dict], suspects: dict[int, float]) -> list[Generation]:
@@ -89,20 +134,36 @@ def _interrupt(generation: Generation, message: str) -> bool:
     return True
 
 
-def generations_resend_stale(*, workers: dict[str, dict], resent: set[int]) -> None:
-    """Send the task again, once, for answers queued too long while workers are alive.
+def generations_resend_stale(
+    *, workers: dict[str, dict], resent: dict[int, float], waited_s: float | None = None
+) -> None:
+    """Send the task again for answers queued too long while workers are alive, and again every
+    HOMEAI_RESEND_AFTER_S while they still wait.
 
-    The web process stores an answer and then sends its task; if it died in between, nothing
-    would ever run it. A second task for an answer that is merely waiting in a long line is
+    A task can be lost: the web process stores an answer and then sends its task, and may die in
+    between; the broker was unreachable when it was sent; a Redis restart without persistence
+    empties the queue. A second task for an answer that is merely waiting in a long line is
     harmless: the claim (queued -> running) lets only one of them run.
+
+    waited_s: resend what has waited this long (default HOMEAI_RESEND_AFTER_S); 0 after Redis
+    failed, when every waiting answer's task may be gone.
     """
     if not workers:
         return
-    cutoff = timezone.now() - timezone.timedelta(seconds=settings.HOMEAI_RESEND_AFTER_S)
-    stale = Generation.objects.filter(status=Generation.Status.QUEUED, created_at__lt=cutoff).exclude(id__in=resent)
-    for generation_id in stale.values_list("id", flat=True):
-        resent.add(generation_id)
-        registry.send_generation(generation_id)
+    every = settings.HOMEAI_RESEND_AFTER_S
+    cutoff = timezone.now() - timezone.timedelta(seconds=every if waited_s is None else waited_s)
+    now = time.monotonic()
+    if waited_s is not None:
+        resent.clear()
+    stale = set(
+        Generation.objects.filter(status=Generation.Status.QUEUED, created_at__lt=cutoff).values_list("id", flat=True)
+    )
+    for generation_id in set(resent) - stale:
+        del resent[generation_id]
+    for generation_id in sorted(stale):
+        if now - resent.get(generation_id, -every) >= every:
+            resent[generation_id] = now
+            registry.send_generation(generation_id)
 
 
 def generations_notify_no_worker(*, workers: dict[str, dict], notified: set[int]) -> None:

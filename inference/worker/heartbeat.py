@@ -12,6 +12,7 @@ import time
 from django.conf import settings
 
 from inference import broadcast, events, probe, redis_client
+from inference.outage import OutageLog
 from inference.worker import registry, runtime, stream
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ def _beat() -> None:
     ttl = settings.HOMEAI_WORKER_TTL
     interval = max(ttl / 4, 0.5)
     next_beat = 0.0
+    outage = OutageLog(log, "the heartbeat to Redis")
     while not _stop.is_set():
         try:
             _publish_steps()
@@ -67,9 +69,14 @@ def _beat() -> None:
                 redis_client.client().set(key, json.dumps(status()), ex=ttl)
                 next_beat = time.monotonic() + interval
         except Exception:
-            log.warning("heartbeat to Redis failed", exc_info=True)
+            outage.failed(f"retrying every {STEPS_EVERY_S} s; answers go on, saved to the database")
+        else:
+            outage.ok()
         _stop.wait(STEPS_EVERY_S)
-    redis_client.client().delete(key)
+    try:
+        redis_client.client().delete(key)
+    except Exception:
+        pass  # it expires by itself
 
 
 def start() -> None:

@@ -3,13 +3,16 @@ engine's events to its client as they come, save as it streams, and store how it
 
 from __future__ import annotations
 
+import collections
 import logging
 import queue
 import threading
 import time
 
+import redis
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from inference import broadcast, events, redis_client, selectors
@@ -39,7 +42,9 @@ def sampling_params(generation: Generation) -> SamplingParams:
     return SamplingParams(max_tokens=generation.max_tokens, stop=stop, **{**base, **options})
 
 
-_in_flight: set[int] = set()
+# Answer id -> the tasks of this process working on it: a counter, not a set, since a duplicate
+# task (a resend) passes through while the first still runs, and its exit must not unlist it.
+_in_flight: collections.Counter[int] = collections.Counter()
 _in_flight_lock = threading.Lock()
 
 
@@ -47,7 +52,7 @@ def in_flight() -> list[int]:
     """The answers this process is running (its heartbeat reports them, so the web can tell an
     answer this worker lost from one it is still writing)."""
     with _in_flight_lock:
-        return sorted(_in_flight)
+        return sorted(gid for gid, n in _in_flight.items() if n > 0)
 
 
 def generation_run(*, generation_id: int) -> None:
@@ -63,12 +68,14 @@ def generation_run(*, generation_id: int) -> None:
     its client told (nothing is left running for the watchdog to guess about).
     """
     with _in_flight_lock:
-        _in_flight.add(generation_id)  # before the claim: a heartbeat must never miss a claimed answer
+        _in_flight[generation_id] += 1  # before the claim: a heartbeat must never miss a claimed answer
     try:
         _run(generation_id)
     finally:
         with _in_flight_lock:
-            _in_flight.discard(generation_id)
+            _in_flight[generation_id] -= 1
+            if _in_flight[generation_id] <= 0:
+                del _in_flight[generation_id]
 
 
 def _run(generation_id: int) -> None:
@@ -77,6 +84,7 @@ def _run(generation_id: int) -> None:
         status=Generation.Status.RUNNING,
         worker=registry.worker_name(),
         model_name=engine.runner.config.model_path.name,
+        attempts=F("attempts") + 1,
     )
     if claimed != 1:
         return
@@ -108,6 +116,22 @@ def _submit(seq: Sequence, engine: Engine) -> Engine:
             return engine
         engine = runtime.get_engine()
     raise RuntimeError("no engine of this worker accepts work")
+
+
+def _cancel_requested(r, generation_id: int) -> bool:
+    """Whether the answer's client asked to stop it. While Redis is down nobody can ask, and
+    the answer goes on: it is saved to the database as it streams, whatever Redis does."""
+    try:
+        return bool(r.exists(redis_client.cancel_key(generation_id)))
+    except redis.RedisError:
+        return False
+
+
+def _forget_cancel(r, generation_id: int) -> None:
+    try:
+        r.delete(redis_client.cancel_key(generation_id))
+    except redis.RedisError:
+        pass  # the key expires by itself
 
 
 class _DashboardFeed:
@@ -188,7 +212,7 @@ class _Relay:
                     final = ev
             if final is not None:
                 self._publish_end(frame, self._store_end(final))
-                r.delete(redis_client.cancel_key(gid))
+                _forget_cancel(r, gid)
                 return
             broadcast.publish_for(self.generation, frame)
             self.feed.flush()
@@ -199,7 +223,7 @@ class _Relay:
             if now - last_check < CANCEL_POLL_S:
                 continue
             last_check = now
-            if cancelled_at is None and (now >= deadline or r.exists(redis_client.cancel_key(gid))):
+            if cancelled_at is None and (now >= deadline or _cancel_requested(r, gid)):
                 engine.cancel(seq.seq_id)  # the engine answers with a cancelled DoneEvent
                 cancelled_at = now
             stalled = cancelled_at is not None and now - cancelled_at > CANCEL_GRACE_S

@@ -3,22 +3,21 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
 
 from inference import probe
-from inference.services import demo, sweeps
+from inference.services import demo
 from inference.worker import heartbeat, registry, runtime, stream
 
-log = logging.getLogger(__name__)
 
-
-# acks_late is safe: stream.generation_run claims its row with a conditional update, so a task
-# redelivered after a worker died is a no-op instead of a second answer.
-@shared_task(name=registry.GENERATE_TASK, acks_late=True, ignore_result=True)
+# Acknowledged when it starts: the database, not the broker, knows whether an answer ran.
+# A redelivered task is a no-op (stream.generation_run claims its row with a conditional update),
+# the web's watchdog ends a dead worker's answers and sends waiting ones again, and a task held
+# unacknowledged through an answer made every Redis restart a worker crash (homeai/broker.py).
+@shared_task(name=registry.GENERATE_TASK, ignore_result=True)
 def generate(generation_id: int) -> None:
     stream.generation_run(generation_id=generation_id)
 
@@ -41,9 +40,8 @@ def _on_worker_ready(**_kwargs) -> None:
     heartbeat.start()
     # Memory bandwidth and FLOP/s for the dashboard's "why" panel: a second or two, cached per host.
     threading.Thread(target=probe.ensure_cached, name="homeai-probe", daemon=True).start()
-    interrupted = sweeps.generations_interrupt_orphans(workers=registry.live_workers())
-    if interrupted:
-        log.warning("marked %d answers of a stopped worker as interrupted", len(interrupted))
+    # Answers a dead worker left running are the web's watchdog's to end (sweeps.sweep): it alone
+    # has watched the heartbeats long enough to tell a dead worker from a Redis restart.
 
 
 @worker_shutdown.connect

@@ -28,6 +28,7 @@
   const ACTIVE = new Set(["queued", "running"]);
   const FINISHED = new Set(["done", "cancelled", "interrupted", "error"]);
   const PAINT_EVERY_MS = 250;  // a streaming answer is redrawn four times a second (see appendToken)
+  const SYNC_AFTER_MS = 3000;  // unfinished answers silent this long: ask the server where they are
   const WARM_UP = "A *warm-up*: `code`, [a link](https://example.org)\n\n- one\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nprint(1)\n```";
 
   const gens = new Map();   // generation id -> an answer's view (see renderMessage)
@@ -965,18 +966,63 @@
     updateControls();
   }
 
+  // Where an answer that may have missed events is now (the reply to chat.sync): its text as the
+  // database has it, which is never behind what was drawn unless tokens arrived since the save.
+  function onSync(msg) {
+    const gen = gens.get(msg.generation);
+    if (!gen || FINISHED.has(gen.status)) return;
+    if (msg.status === "running") {
+      gen.status = "running";
+      gen.el.classList.add("streaming");
+      if (gen.statusEl.classList.contains("warning")) clearStatus(gen);
+    }
+    if (typeof msg.text === "string" && msg.text.length > gen.text.length) setText(gen, msg.text);
+  }
+
   const HANDLERS = {
     "generation.queued": onQueued, "generation.phase": onPhase, "generation.token": onToken,
-    "generation.done": onDone, "generation.error": onError,
+    "generation.done": onDone, "generation.error": onError, "generation.sync": onSync,
     "conversation.branch": onBranch, "conversation.settings": onSettings,
   };
+
+  // Events are not stored: those sent while the socket or the server's message bus was down are
+  // gone. So the page asks where its unfinished answers are (chat.sync) after every reconnect,
+  // and whenever they have all been silent for SYNC_AFTER_MS: a done it missed then arrives from
+  // the database, and a running answer's text catches up.
+  let lastEventAt = performance.now();
+  let syncTimer = 0;
+
+  function unfinishedIds() {
+    return [...gens.values()].filter((g) => ACTIVE.has(g.status)).map((g) => g.id).slice(-100);
+  }
+
+  function requestSync() {
+    const ids = unfinishedIds();
+    if (ids.length) sendFrame({ type: "chat.sync", generations: ids });
+    lastEventAt = performance.now();
+  }
+
+  function watchForSilence() {
+    if (!unfinishedIds().length) { syncTimer = 0; return; }
+    if (performance.now() - lastEventAt >= SYNC_AFTER_MS) requestSync();
+    syncTimer = setTimeout(watchForSilence, SYNC_AFTER_MS / 2);
+  }
+
+  function handleEvent(handler) {
+    return (msg) => {
+      lastEventAt = performance.now();
+      handler(msg);
+      if (!syncTimer) syncTimer = setTimeout(watchForSilence, SYNC_AFTER_MS / 2);
+    };
+  }
+  for (const type of Object.keys(HANDLERS)) HANDLERS[type] = handleEvent(HANDLERS[type]);
 
   /* ---------- WebSocket ---------- */
 
   const sendFrame = (frame) => Boolean(socket) && socket.send(frame);
 
   function onConnection(state, { reconnected }) {
-    if (reconnected) releaseAfterReconnect();
+    if (reconnected) requestSync();
     if (state !== "connected") pendingAction = null;
     if (state !== "connected" && pending) {
       pending.userEl.classList.add("unconfirmed");
@@ -984,16 +1030,6 @@
       showBanner("The connection dropped before your message was confirmed. Reload to check whether it was sent.", false);
     }
     updateControls();
-  }
-
-  // Events sent while we were away are gone, so a "done" may have been missed: stop blocking
-  // Send on those answers. Later tokens still land in them.
-  function releaseAfterReconnect() {
-    for (const gen of gens.values()) {
-      if (!gen.own || !ACTIVE.has(gen.status)) continue;
-      gen.own = false;
-      setStatus(gen, "The connection dropped while answering. Reload the page if this answer doesn't finish.", { kind: "warning" });
-    }
   }
 
   /* ---------- Start-up ---------- */
@@ -1048,7 +1084,7 @@
       form.addEventListener("submit", (e) => { if (!window.confirm(form.dataset.confirm)) e.preventDefault(); });
     }
     autoResize();
-    socket = new ReconnectingSocket(config.ws_path, { handlers: HANDLERS, status: ui.status, onState: onConnection });
+    socket = new ReconnectingSocket(config.ws_path, { handlers: HANDLERS, status: ui.status, onState: onConnection, maxDelayMs: 5000 });
     updateControls();
     socket.start();
   }

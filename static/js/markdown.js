@@ -89,9 +89,45 @@
     return root;
   }
 
+  // The answer's top-level blocks (a paragraph, a list, a code block, a table...), each as its
+  // tokens: markdown-it parses the whole text (references, tight lists and links are resolved
+  // there), and each block renders alone to the same HTML it has in the whole.
+  function topLevelBlocks(tokens) {
+    const blocks = [];
+    let start = 0;
+    tokens.forEach((token, i) => {
+      if (token.level === 0 && token.nesting <= 0) {
+        blocks.push(tokens.slice(start, i + 1));
+        start = i + 1;
+      }
+    });
+    return blocks;
+  }
+
+  const drawn = new WeakMap();  // element -> [{html, nodes}] per block, as last drawn
+
+  /* renderMarkdown(element, text): draw text as markdown into element. Drawn again as an answer
+   * streams, only the blocks whose HTML changed are sanitised and replaced (usually the last):
+   * finished paragraphs keep their nodes, so the browser lays out and paints only the tail. */
   function renderMarkdown(element, text) {
     element.classList.add("markdown");
-    element.replaceChildren(decorate(purify.sanitize(md.render(text || ""), PURIFY_CONFIG)));
+    const env = {};
+    const tokens = md.parse(text || "", env);
+    const html = topLevelBlocks(tokens).map((block) => md.renderer.render(block, md.options, env));
+    let before = drawn.get(element) || [];
+    if (before.length && !before.every((b) => b.nodes.every((n) => n.parentNode === element))) before = [];
+    let same = 0;
+    while (same < before.length && same < html.length && before[same].html === html[same]) same += 1;
+    if (!before.length) element.replaceChildren();
+    for (const block of before.slice(same)) for (const node of block.nodes) node.remove();
+    const after = before.slice(0, same);
+    for (const blockHtml of html.slice(same)) {
+      const fragment = decorate(purify.sanitize(blockHtml, PURIFY_CONFIG));
+      const nodes = [...fragment.childNodes];
+      element.append(fragment);
+      after.push({ html: blockHtml, nodes });
+    }
+    drawn.set(element, after);
   }
 
   window.HomeAI = Object.freeze(Object.assign({}, window.HomeAI, { renderMarkdown }));

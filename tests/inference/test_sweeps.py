@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from inference import redis_client
-from inference.models import Generation
+from inference.models import Generation, Message
 from inference.services import sweeps
 from inference.services.generations import generation_create
 from inference.worker import registry
@@ -58,3 +60,90 @@ def test_a_suspect_that_shows_up_in_the_next_beat_is_forgotten(running):
     sweep_lost(suspects)
     beat(101.0, [running.id])
     assert sweep_lost(suspects) == [] and suspects == {}
+
+
+def test_a_worker_missing_from_one_reading_is_not_yet_gone(running, settings, monkeypatch):
+    """A Redis restart loses every heartbeat at once; the living workers write theirs again
+    within a quarter of the TTL, so one empty reading must not end their answers."""
+    clock = [1000.0]
+    monkeypatch.setattr(sweeps.time, "monotonic", lambda: clock[0])
+    missing: dict[str, float] = {}
+    assert sweeps.generations_interrupt_orphans(workers={}, missing=missing) == []
+    assert Generation.objects.get(id=running.id).status == "running" and WORKER in missing
+    clock[0] += settings.HOMEAI_WORKER_TTL / 2
+    beat(101.0, [running.id])  # it beats again: forgotten
+    assert sweeps.generations_interrupt_orphans(workers=registry.live_workers(), missing=missing) == []
+    assert missing == {}
+
+
+def _orphan_after_a_ttl(settings, monkeypatch) -> list[Generation]:
+    clock = [1000.0]
+    monkeypatch.setattr(sweeps.time, "monotonic", lambda: clock[0])
+    missing: dict[str, float] = {}
+    sweeps.generations_interrupt_orphans(workers={}, missing=missing)
+    clock[0] += settings.HOMEAI_WORKER_TTL
+    return sweeps.generations_interrupt_orphans(workers={}, missing=missing)
+
+
+def test_a_worker_missing_for_a_whole_ttl_is_gone_and_its_answer_interrupted_with_its_text(
+    running, settings, monkeypatch
+):
+    Message.objects.filter(id=running.message_id).update(content="Half an ans")
+    [orphan] = _orphan_after_a_ttl(settings, monkeypatch)
+    assert orphan.id == running.id
+    generation = Generation.objects.select_related("message").get(id=running.id)
+    assert generation.status == "interrupted" and generation.error_message == sweeps.INTERRUPTED_MESSAGE
+    assert generation.message.content == "Half an ans"
+
+
+def test_an_answer_whose_worker_died_before_its_first_word_starts_again_once(running, settings, monkeypatch):
+    sent: list[int] = []
+    monkeypatch.setattr(registry, "send_generation", sent.append)
+    Generation.objects.filter(id=running.id).update(attempts=1)
+    assert _orphan_after_a_ttl(settings, monkeypatch) == []
+    generation = Generation.objects.get(id=running.id)
+    assert generation.status == "queued" and generation.worker == "" and sent == [running.id]
+    # A second worker dies on it too: now it ends, rather than taking down worker after worker.
+    Generation.objects.filter(id=running.id).update(status="running", worker=WORKER, attempts=2)
+    [orphan] = _orphan_after_a_ttl(settings, monkeypatch)
+    assert Generation.objects.get(id=running.id).status == "interrupted" and sent == [running.id]
+
+
+def test_after_redis_failed_every_waiting_answer_is_sent_again_at_once(db, monkeypatch):
+    """A Redis restart without persistence empties the task queue: the first good reading with a
+    worker alive sends every queued answer's task again, however recent."""
+    queued = generation_create(user=factories.user(), conversation_id=None, text="Hi", max_tokens=4)
+    sent: list[int] = []
+    monkeypatch.setattr(registry, "send_generation", sent.append)
+    readings = iter([RuntimeError("Redis down"), {WORKER: {"time": 1.0, "answers": []}}])
+
+    def live_workers():
+        reading = next(readings)
+        if isinstance(reading, Exception):
+            raise reading
+        return reading
+
+    monkeypatch.setattr(registry, "live_workers", live_workers)
+    memory = sweeps.SweepMemory()
+    with pytest.raises(RuntimeError):
+        sweeps.sweep(memory)
+    assert memory.redis_failed
+    sweeps.sweep(memory)
+    assert sent == [queued.id] and not memory.redis_failed
+
+
+def test_a_long_wait_sends_the_task_again_every_resend_period(db, settings, monkeypatch):
+    queued = generation_create(user=factories.user(), conversation_id=None, text="Hi", max_tokens=4)
+    Generation.objects.filter(id=queued.id).update(created_at=timezone.now() - timedelta(hours=1))
+    sent: list[int] = []
+    monkeypatch.setattr(registry, "send_generation", sent.append)
+    clock = [1000.0]
+    monkeypatch.setattr(sweeps.time, "monotonic", lambda: clock[0])
+    resent: dict[int, float] = {}
+    workers = {WORKER: {"time": 1.0}}
+    sweeps.generations_resend_stale(workers=workers, resent=resent)
+    sweeps.generations_resend_stale(workers=workers, resent=resent)
+    assert sent == [queued.id]  # once per period
+    clock[0] += settings.HOMEAI_RESEND_AFTER_S
+    sweeps.generations_resend_stale(workers=workers, resent=resent)
+    assert sent == [queued.id, queued.id]

@@ -12,7 +12,7 @@ from tests.support import of_type
 
 pytestmark = [pytest.mark.integration]
 
-FRAMES = 2000
+FRAMES = 10_000
 TYPES = [
     None,
     1,
@@ -35,6 +35,7 @@ TYPES = [
     "chat.edit",
     "chat.switch",
     "chat.settings",
+    "chat.sync",
     "x" * 500,
     "chat.send\u0000",
     "ｃｈａｔ.send",
@@ -55,6 +56,8 @@ JUNK = [
     "x" * 3000,
     [],
     [1, [2, [3]]],
+    [1, 2, 3],
+    list(range(500)),
     {},
     {"$gt": ""},
     {"temperature": "hot"},
@@ -65,14 +68,26 @@ JUNK = [
     "1",
     "\ud800".encode("utf-8", "surrogatepass").decode("utf-8", "replace"),
 ]
-FIELDS = ["conversation", "generation", "message", "text", "max_tokens", "options", "settings", "preset", "ttft_ms"]
+FIELDS = [
+    "conversation",
+    "generation",
+    "generations",
+    "message",
+    "text",
+    "max_tokens",
+    "options",
+    "settings",
+    "preset",
+    "ttft_ms",
+]
+BROKEN = ["", "{", "[1,2", "null", "true", "42", '"chat.send"', "{}" * 100, "\u0000", "[" * 500, "[" * 50_000]
 NO_ANSWER = [0, -1, "5", 10**9, [], {}, True]  # every chat.send's max_tokens is refused: nothing is generated
 
 
 def hostile(rng: random.Random) -> str:
     kind = rng.random()
     if kind < 0.1:
-        return rng.choice(["", "{", "[1,2", "null", "true", "42", '"chat.send"', "{}" * 100, "\u0000", "[" * 500])
+        return rng.choice(BROKEN)
     frame = {"type": rng.choice(TYPES)}
     for name in rng.sample(FIELDS, rng.randint(0, len(FIELDS))):
         frame[name] = rng.choice(JUNK)

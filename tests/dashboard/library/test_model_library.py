@@ -14,6 +14,12 @@ from inference.models import Generation
 from tests.support import wait_until
 
 
+def active_model(health) -> str:
+    """The model the (one) worker runs, as /healthz tells staff."""
+    items = health()["workers"]["items"]
+    return items[0]["model"] if items else ""
+
+
 def test_the_bundled_model_is_described_without_loading_it(bundled_model):
     info = model_library.inspect(bundled_model)
     assert info.usable and info.bundled
@@ -45,17 +51,13 @@ def test_a_second_model_can_be_chosen_and_the_next_answer_comes_from_it_after_a_
     client = Client()
     client.force_login(admin)
 
-    def active_model() -> str:
-        items = health()["workers"]["items"]
-        return items[0]["model"] if items else ""
-
     try:
         page = client.get("/models/").content.decode()
         assert "second-copy.gguf" in page and "broken.gguf" in page and "268 M" in page and "Unusable" in page
         refused = client.post("/models/", {"model": "broken.gguf"}, follow=True).content.decode()
         assert "broken.gguf cannot be used" in refused
         client.post("/models/", {"model": "second-copy.gguf", "context": "2048"})
-        assert wait_until(lambda: active_model() == "second-copy.gguf", timeout=15)
+        assert wait_until(lambda: active_model(health) == "second-copy.gguf", timeout=15)
 
         sock = connect(make_user("dora"))
         events = sock.chat("Hello there.", max_tokens=4)
@@ -65,7 +67,7 @@ def test_a_second_model_can_be_chosen_and_the_next_answer_comes_from_it_after_a_
         assert worker.alive()
     finally:
         client.post("/models/", {"model": bundled_model.name})
-        assert wait_until(lambda: active_model() == bundled_model.name, timeout=15)
+        assert wait_until(lambda: active_model(health) == bundled_model.name, timeout=15)
         redis_client.client().delete(redis_client.ENGINE_CONFIG_KEY)
         second.unlink()
         broken.unlink()
@@ -88,3 +90,44 @@ def test_a_worker_pointed_at_a_corrupt_file_answers_with_a_clear_error_and_stays
         worker_process.stop()
         broken.unlink()
         worker_process.start()
+
+
+@pytest.mark.integration
+def test_a_model_switch_mid_answer_lets_the_answer_finish_and_the_next_comes_from_the_new_model(
+    worker, make_user, connect, health, bundled_model
+):
+    second = settings.MODELS_DIR / "switched-copy.gguf"
+    os.link(bundled_model, second)
+    admin = get_user_model().objects.create_superuser("root", password="x" * 12)
+    client = Client()
+    client.force_login(admin)
+
+    sock = connect(make_user("eve"))
+    before = settings.HOMEAI_MODEL_PATH.name
+    try:
+        sock.send(
+            {
+                "type": "chat.send",
+                "conversation": None,
+                "text": "Count to 300.",
+                "max_tokens": 160,
+                "options": {"ignore_eos": True},
+            }
+        )
+        events = sock.collect(lambda e: e["type"] == "generation.token", timeout=600)
+        running = events[-1]["generation"]
+        client.post("/models/", {"model": second.name})
+        events = sock.collect(lambda e: e["type"] in ("generation.done", "generation.error"), timeout=600)
+        assert events[-1]["type"] == "generation.done" and events[-1]["metrics"]["output_tokens"] == 160, events[-1]
+        assert Generation.objects.get(id=running).model_name == before
+        assert wait_until(lambda: active_model(health) == second.name, timeout=60)
+
+        done = sock.chat("Hello there.", max_tokens=4)[-1]
+        assert done["type"] == "generation.done"
+        assert Generation.objects.get(id=done["generation"]).model_name == second.name
+        assert worker.alive()
+    finally:
+        client.post("/models/", {"model": before})
+        assert wait_until(lambda: active_model(health) == before, timeout=60)
+        redis_client.client().delete(redis_client.ENGINE_CONFIG_KEY)
+        second.unlink()

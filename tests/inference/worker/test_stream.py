@@ -126,3 +126,19 @@ def test_an_end_the_watchdog_already_wrote_is_kept_but_the_whole_text_is_saved(a
 
 def test_the_deadline_defaults_to_the_task_time_limit():
     assert settings.HOMEAI_ANSWER_DEADLINE_S == settings.CELERY_TASK_SOFT_TIME_LIMIT
+
+
+def test_a_duplicate_task_of_an_answer_being_written_leaves_it_listed_in_the_heartbeat(answer, monkeypatch):
+    """A resent task passes through (its claim fails) while the first still writes the answer:
+    its exit must not take the answer off the heartbeat's list, or the watchdog calls it lost."""
+
+    def duplicate_arrives(seq):
+        assert stream.in_flight() == [answer.id]
+        stream.generation_run(generation_id=answer.id)  # the row is running: a no-op
+        assert stream.in_flight() == [answer.id]
+
+    done = DoneEvent(text="Hi.", finish_reason="stop", notice="", metrics=METRICS)
+    run_with(monkeypatch, StandInEngine([done], on_submit=duplicate_arrives))
+    stream.generation_run(generation_id=answer.id)
+    assert Generation.objects.get(id=answer.id).status == "done"
+    assert stream.in_flight() == []
