@@ -51,6 +51,7 @@ PROMPTS = [
     "Write a short thank-you note to a neighbour.",
     "List four board games for a family evening.",
 ]
+THINK_S = (5.0, 15.0)  # a person reads the answer and types the next message
 SILENT_S = 3.0  # as the page: unfinished answers silent this long, ask chat.sync
 DRAIN_S = 180.0  # after the window, how long answers in flight may take to end
 
@@ -129,7 +130,7 @@ def _person(stack, user, soak: Soak, stop_at: float, seed: int) -> None:
                 elif event["type"] == "generation.error" and event.get("generation") is None:
                     raise RuntimeError(event["message"])
             soak.add(answer)
-            _follow(sock, answer, time.monotonic() + DRAIN_S)
+            _follow(sock, answer, stop_at + DRAIN_S)  # however long its line: lost only if it never ends
         except Exception as exc:  # a dropped socket: open another, carry on (the answer stays "lost")
             print(f"user {user.username}: {type(exc).__name__}: {exc}", file=sys.stderr)
             if sock is not None:
@@ -137,7 +138,7 @@ def _person(stack, user, soak: Soak, stop_at: float, seed: int) -> None:
             sock = None
             time.sleep(1)
             continue
-        time.sleep(rng.uniform(1, 4))
+        time.sleep(rng.uniform(*THINK_S))
     if sock is not None:
         sock.close()
 
@@ -200,7 +201,7 @@ def _pct(values: list[float], p: float) -> float | None:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-def report(soak: Soak, start: float, stuck: int, server_status: dict[str, int]) -> dict:
+def report(soak: Soak, start: float, stuck: int, server_status: dict[str, int], interrupted_empty: int) -> dict:
     minutes = []
     for minute in range(int(soak.minutes + 0.999)):
         lo, hi = start + 60 * minute, start + 60 * (minute + 1)
@@ -220,7 +221,6 @@ def report(soak: Soak, start: float, stuck: int, server_status: dict[str, int]) 
     ends: dict[str, int] = {}
     for a in soak.answers:
         ends[a.status] = ends.get(a.status, 0) + 1
-    interrupted_empty = sum(1 for a in soak.answers if a.status == "interrupted" and a.text_chars == 0)
     return {
         "config": {"minutes": soak.minutes, "users": soak.users, "api_clients": 1},
         "faults": [{"at_s": round(t, 1), "what": what} for t, what in soak.faults],
@@ -299,8 +299,10 @@ def run(*, minutes: float, users: int, redis_restart_at: float | None, worker_ki
     server_status: dict[str, int] = {}
     for status in Generation.objects.values_list("status", flat=True):
         server_status[status] = server_status.get(status, 0) + 1
+    # An interrupted answer's text is in the database (its error event carries none).
+    interrupted_empty = Generation.objects.filter(status=Generation.Status.INTERRUPTED, message__content="").count()
     stack.stop()
-    return report(soak, start, stuck, server_status)
+    return report(soak, start, stuck, server_status, interrupted_empty)
 
 
 def write(result: dict, out_dir: Path) -> Path:
