@@ -1,4 +1,5 @@
-# HomeAI: `make run` installs everything and starts the app; `make test` runs the test suite.
+# HomeAI: `make run` installs everything and starts the app; `make test` runs the test suite;
+# `make image-test` builds the Docker image with Podman and tests the compose app it runs.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -13,13 +14,17 @@ NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 export CMAKE_ARGS ?= -DGGML_NATIVE=ON -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
 endif
 
-.PHONY: run test install install-dev system-deps system-deps-test model lint clean
+.PHONY: run test image-test install install-dev system-deps system-deps-test model lint clean
 
 run: system-deps install model
 	@scripts/run.sh
 
 test: system-deps-test install-dev model
 	@scripts/test.sh
+
+# Needs root, the apt mirror and PyPI; no Docker. Scratch space: IMAGE_TEST_WORK (/var/tmp/homeai-image).
+image-test:
+	@scripts/image-test.sh
 
 system-deps:
 	@scripts/system-deps.sh

@@ -66,16 +66,20 @@ drop_privileges() {
     return 0
   fi
   user=${HOMEAI_USER:-homeai}
+  home=""
   if id "$user" >/dev/null 2>&1; then
-    if [ "$(id -g "$user")" != "$gid" ]; then
-      groupmod --non-unique --gid "$gid" "$(id -gn "$user")"
+    # The account takes the ids, for names in `ps` and `ls`. On a read-only root file system
+    # (compose's read_only) /etc cannot change: the ids are then used without a name.
+    if [ "$(id -g "$user")" != "$gid" ] || [ "$(id -u "$user")" != "$uid" ]; then
+      if groupmod --non-unique --gid "$gid" "$(id -gn "$user")" 2>/dev/null &&
+        usermod --non-unique --uid "$uid" "$user" 2>/dev/null; then
+        home=$(getent passwd "$user" | cut -d: -f6)
+      else
+        log "could not give the account $user the ids $uid:$gid (read-only /etc?); running as $uid:$gid."
+      fi
+    else
+      home=$(getent passwd "$user" | cut -d: -f6)
     fi
-    if [ "$(id -u "$user")" != "$uid" ]; then
-      usermod --non-unique --uid "$uid" "$user"
-    fi
-    home=$(getent passwd "$user" | cut -d: -f6)
-  else
-    home=""
   fi
   data=$(data_dir)
   models=$(models_dir)
@@ -117,37 +121,66 @@ prepare_model() {
   manage prepare_model
 }
 
-healthcheck() {
-  role=${1:-}
-  if [ -z "$role" ]; then
-    # In the container the role's server is PID 1 (every role ends in exec).
-    cmdline=$(tr '\0' ' ' </proc/1/cmdline 2>/dev/null || true)
+# The role whose server runs in this container: the one named, or else the one found among
+# the container's processes (not only PID 1, which is an init process under `docker run
+# --init` or compose's `init: true`). Prints nothing when neither server runs.
+running_role() {
+  for f in /proc/[0-9]*/cmdline; do
+    cmdline=$(tr '\0' ' ' <"$f" 2>/dev/null) || continue
     case "$cmdline" in
-      *daphne*) role=web ;;
-      *celery*) role=worker ;;
-      *) exit 0 ;;
+      *bin/daphne\ *) echo web && return 0 ;;
+      *bin/celery\ *\ worker\ *) echo worker && return 0 ;;
     esac
+  done
+}
+
+# Runs a check as the app's account when the container runs as root (as its servers do), so
+# that a check that starts Django never creates a file in the data directory that the app
+# cannot read.
+as_app_user() {
+  if [ "$(id -u)" = 0 ] && [ "${HOMEAI_DROP_PRIVILEGES:-0}" = 1 ] && [ "${PUID:-1000}" != 0 ] &&
+    command -v setpriv >/dev/null 2>&1; then
+    exec setpriv --reuid="${PUID:-1000}" --regid="${PGID:-1000}" --clear-groups -- "$@"
   fi
+  exec "$@"
+}
+
+# Exit 0 only when this container's role answers; an unknown role, or no server at all, is
+# unhealthy.
+healthcheck() {
+  role=${1:-$(running_role)}
   case "$role" in
     web)
-      exec python - <<'EOF'
+      # The address daphne binds (HOST), as a client reaches it: 0.0.0.0 and :: are any address.
+      host=${HOST:-0.0.0.0}
+      case "$host" in
+        0.0.0.0 | '') host=127.0.0.1 ;;
+        :: | '[::]') host='[::1]' ;;
+        \[*) ;;
+        *:*) host="[$host]" ;;
+      esac
+      # /healthz/web: this web process reaches its database and Redis (a worker that is down
+      # makes /healthz 503, and the worker's own check unhealthy, but not this one).
+      export HEALTHCHECK_URL="http://$host:${PORT:-8000}/healthz/web"
+      as_app_user python -c '
 import json
 import os
 import sys
 import urllib.request
 
-url = "http://127.0.0.1:%s/healthz" % os.environ.get("PORT", "8000")
+url = os.environ["HEALTHCHECK_URL"]
 try:
     with urllib.request.urlopen(url, timeout=8) as resp:
         body = json.loads(resp.read())
 except Exception as exc:  # 503 (database or Redis down), refused, timeout
-    sys.exit("unhealthy: %s" % exc)
+    sys.exit("unhealthy: %s: %s" % (url, exc))
 sys.exit(0 if body.get("status") == "ok" else "unhealthy: %s" % body)
-EOF
+'
       ;;
     worker)
-      exec celery -A homeai inspect ping --destination "celery@$(hostname)" --timeout 10
+      as_app_user celery -A homeai inspect ping --destination "celery@$(hostname)" --timeout 10
       ;;
+    '') die "healthcheck: neither daphne (web) nor a celery worker runs here." ;;
     *) die "healthcheck: unknown role $role (web or worker)." ;;
   esac
 }

@@ -8,6 +8,10 @@
 - The image's entrypoint runs natively, with the same roles and variables as in the image:
   migrate, prepare-model, init, manage, web and worker, the health check, and the switch from
   root to PUID:PGID.
+- llama.cpp is compiled with portable flags for every architecture (docker/llama-cmake-args.sh).
+
+The image itself is built and its compose app run by `make image-test` (scripts/image-test.sh,
+tests/image/compose_check.py), which needs Podman and is not part of this suite.
 
 tests/docker/schemas/compose-spec.json is the Compose Specification's schema (compose-spec/compose-spec,
 schema/compose-spec.json, Apache License 2.0: tests/docker/schemas/compose-spec.LICENSE), as vendored by
@@ -27,9 +31,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -107,8 +113,80 @@ def test_entrypoint_passes_shellcheck():
 
 def test_build_context_leaves_out_local_state():
     ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()}
-    for pattern in (".git", ".venv", "data", "docker/data", "docker/models", "*.gguf", "tests"):
+    local_state = (".git", ".venv", "data", "docker/data", "docker/models", "*.gguf")
+    not_the_app = ("tests", "bench", "scripts", "docs", "Makefile", "requirements-dev.txt")
+    for pattern in local_state + not_the_app:
         assert pattern in ignored, f".dockerignore should leave out {pattern}"
+
+
+# What /app holds in the images: the app and its entrypoint, nothing else.
+APP = {"manage.py", "docker/entrypoint.sh", "templates", "static", "homeai", "inference", "dashboard"}
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_image_copies_only_the_app_and_is_built_with_portable_flags(dockerfile):
+    text = dockerfile.read_text()
+    copied = set()
+    for m in re.finditer(r"^COPY (?!--from)(.+) (/app/?\S*)$", text, re.MULTILINE):
+        sources, target = m[1].split(), m[2]
+        for source in sources:
+            assert (ROOT / source).exists(), f"{dockerfile.name}: COPY {source}: not in the repository"
+            copied.add(source)
+        if len(sources) == 1 and not target.endswith("/"):
+            assert target == f"/app/{sources[0]}", f"{dockerfile.name}: {m[0]}"
+    assert copied == APP, f"{dockerfile.name} copies {sorted(copied)} into /app"
+    assert "COPY . " not in text
+    # The top-level Python packages the app imports are all copied.
+    packages = {p.parent.name for p in ROOT.glob("*/apps.py")} | {"homeai"}
+    assert packages <= copied, f"{dockerfile.name} misses {packages - copied}"
+    # llama.cpp's flags come from the one script, per target architecture; nothing native.
+    assert 'llama-cmake-args.sh "${TARGETARCH:-}"' in text
+    assert "GGML_NATIVE=ON" not in text and "native" not in re.sub(r"#.*", "", text)
+
+
+def _cmake_args(arch: str, **env: str) -> list[str]:
+    result = subprocess.run(
+        ["sh", str(DOCKER / "llama-cmake-args.sh"), arch],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=dict(os.environ, **env),
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split()
+
+
+@pytest.mark.parametrize("arch", ["amd64", "x86_64", "arm64", "aarch64", "riscv64", "ppc64le"])
+def test_llama_cpp_flags_are_portable_on_every_architecture(arch):
+    args = _cmake_args(arch)
+    assert "-DGGML_NATIVE=OFF" in args and "-DGGML_BACKEND_DL=ON" in args
+    assert not any("native" in a.split("=", 1)[-1] for a in args), args
+    if arch in ("amd64", "x86_64"):
+        # Every x86-64 generation, the best one chosen at start.
+        assert "-DGGML_CPU_ALL_VARIANTS=ON" in args
+    elif arch in ("arm64", "aarch64"):
+        # One backend for the Armv8.0 baseline (a Raspberry Pi 4 runs it): llama.cpp's Arm
+        # variants include Armv9.2 + SME, which Debian 12's GCC 12 cannot compile.
+        assert "-DGGML_CPU_ARM_ARCH=armv8-a" in args and "-DGGML_CPU_ALL_VARIANTS=ON" not in args
+    else:
+        assert not any("ALL_VARIANTS" in a or "ARCH=" in a for a in args), args
+
+
+def test_arm64_cpu_baseline_is_a_build_argument():
+    assert "-DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16" in _cmake_args("arm64", ARM64_CPU="armv8.2-a+dotprod+fp16")
+    text = (DOCKER / "Dockerfile").read_text()
+    assert "ARG ARM64_CPU=armv8-a" in text and 'ARM64_CPU="${ARM64_CPU}"' in text
+
+
+def test_cmake_args_script_passes_shellcheck():
+    script = DOCKER / "llama-cmake-args.sh"
+    result = subprocess.run(
+        [str(BIN / "shellcheck"), "--shell=sh", "--severity=style", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 # --- Compose files ----------------------------------------------------------------------------
@@ -246,6 +324,25 @@ def test_compose_roles_and_start_order():
         assert {v.split(":")[1] for v in services[name]["volumes"]} == {"/data", "/models"}
         assert services[name]["image"] == services["migrate"]["image"]
     assert services["web"]["ports"] == ["8000:8000"]
+
+
+def test_app_containers_are_read_only_unprivileged_and_checked_by_role():
+    services = _interpolate(_load(COMPOSE), {})["services"]
+    for name in ("migrate", "web", "worker"):
+        service = services[name]
+        assert service["read_only"] is True, f"{name}: the root file system must be read-only"
+        assert service["tmpfs"] == ["/tmp"], name
+        assert service["init"] is True, name
+        assert "no-new-privileges:true" in service["security_opt"], name
+        assert service["cap_drop"] == ["ALL"], name
+        # What the entrypoint needs to hand the volumes to PUID:PGID and switch to that account,
+        # and the init to pass a stop signal on to the server running as that account.
+        assert set(service["cap_add"]) == {"CHOWN", "DAC_OVERRIDE", "KILL", "SETGID", "SETUID"}, name
+    # Each server's check names its role: under init: true, PID 1 is not the server.
+    for name in ("web", "worker"):
+        check = services[name]["healthcheck"]
+        assert check["test"] == ["CMD", "/app/docker/entrypoint.sh", "healthcheck", name]
+    assert services["migrate"]["healthcheck"] == {"disable": True}
 
 
 def test_nvidia_override_reserves_the_gpu_for_the_worker():
@@ -403,6 +500,62 @@ def test_migrate_prepare_model_manage_and_passthrough(tmp_path):
 
     result = _run("healthcheck", "nonsense", env=env)
     assert result.returncode == 1 and "unknown role" in result.stderr
+
+
+class _Health(BaseHTTPRequestHandler):
+    """A stand-in web server: /healthz/web and /healthz answer as configured."""
+
+    answers: dict[str, tuple[int, dict]] = {}
+
+    def do_GET(self):  # noqa: N802 (the standard library's name)
+        status, body = self.answers.get(self.path, (404, {}))
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def _serve(host: str, answers: dict[str, tuple[int, dict]]) -> ThreadingHTTPServer:
+    handler = type("Handler", (_Health,), {"answers": answers})
+    server = ThreadingHTTPServer((host, 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize(
+    ("host", "bound", "answers", "healthy"),
+    [
+        # The address daphne binds, as a client reaches it.
+        ("127.0.0.2", "127.0.0.2", {"/healthz/web": (200, {"status": "ok"})}, True),
+        ("0.0.0.0", "127.0.0.1", {"/healthz/web": (200, {"status": "ok"})}, True),
+        ("0.0.0.0", "127.0.0.2", {"/healthz/web": (200, {"status": "ok"})}, False),
+        # /healthz/web, not /healthz: a stopped worker does not make the web unhealthy.
+        ("127.0.0.1", "127.0.0.1", {"/healthz/web": (200, {"status": "ok"}), "/healthz": (503, {})}, True),
+        ("127.0.0.1", "127.0.0.1", {"/healthz/web": (503, {"status": "error"})}, False),
+        ("127.0.0.1", "127.0.0.1", {"/healthz": (200, {"status": "ok"})}, False),
+    ],
+)
+def test_web_healthcheck_calls_healthz_web_on_the_bound_host(tmp_path, host, bound, answers, healthy):
+    server = _serve(bound, answers)
+    try:
+        env = _clean_env(HOMEAI_DATA_DIR=str(tmp_path), HOST=host, PORT=str(server.server_address[1]))
+        result = _run("healthcheck", "web", env=env, timeout=60)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (result.returncode == 0) is healthy, result.stdout + result.stderr
+
+
+def test_healthcheck_roles_other_than_web_and_worker_are_unhealthy(tmp_path):
+    env = _clean_env(HOMEAI_DATA_DIR=str(tmp_path))
+    for role in ("nonsense", "init", "migrate"):
+        result = _run("healthcheck", role, env=env, timeout=60)
+        assert result.returncode == 1 and "unknown role" in result.stderr, role
 
 
 def test_a_missing_model_stops_prepare_model_with_a_message(tmp_path):
