@@ -50,7 +50,7 @@ def _report(request: HttpRequest, *, need_worker: bool) -> JsonResponse:
         reasons.append("The database does not answer: nothing can be read or saved.")
     if not redis_ok:
         reasons.append("Redis does not answer: answers cannot be queued or streamed.")
-    elif not workers:
+    elif not workers and need_worker:
         reasons.append(
             "No inference worker is running (none has reported in the last "
             f"{settings.HOMEAI_WORKER_TTL:g} s): answers cannot start. Start the worker."
@@ -72,7 +72,7 @@ def _report(request: HttpRequest, *, need_worker: bool) -> JsonResponse:
             checks["redis"]["error"] = redis_error
         checks["workers"]["items"] = [{k: w.get(k) for k in WORKER_FIELDS} for w in workers.values()]
     ok = db_ok and redis_ok and (bool(workers) or not need_worker)
-    body = {"status": "ok" if ok else "error", "reasons": reasons if not ok or need_worker else [], **checks}
+    body = {"status": "ok" if ok else "error", "reasons": reasons, **checks}
     return JsonResponse(body, status=200 if ok else 503)
 
 

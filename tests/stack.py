@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -90,11 +89,9 @@ class Stack:
         except OSError:
             return 0, {}
 
-    def restart_redis(self, down_s: float = 0.0) -> None:
-        """Stop Redis, keep it down for down_s, start it again (empty)."""
+    def restart_redis(self) -> None:
+        """Stop Redis and start it again (empty)."""
         self.redis.stop()
-        if down_s:
-            time.sleep(down_s)  # the outage itself, not a wait for something
         self.redis.start()
 
     def socket(self, user) -> ChatSocket:
