@@ -42,6 +42,11 @@ def _check_redis() -> tuple[bool, str, dict]:
 
 
 def _report(request: HttpRequest, *, need_worker: bool) -> JsonResponse:
+    ok, body = _verdict(request, need_worker=need_worker)
+    return JsonResponse(body, status=200 if ok else 503)
+
+
+def _verdict(request: HttpRequest, *, need_worker: bool) -> tuple[bool, dict]:
     staff = bool(getattr(request, "user", None) and request.user.is_authenticated and request.user.is_staff)
     db_ok, db_error = _check_database()
     redis_ok, redis_error, workers = _check_redis()
@@ -72,8 +77,7 @@ def _report(request: HttpRequest, *, need_worker: bool) -> JsonResponse:
             checks["redis"]["error"] = redis_error
         checks["workers"]["items"] = [{k: w.get(k) for k in WORKER_FIELDS} for w in workers.values()]
     ok = db_ok and redis_ok and (bool(workers) or not need_worker)
-    body = {"status": "ok" if ok else "error", "reasons": reasons, **checks}
-    return JsonResponse(body, status=200 if ok else 503)
+    return ok, {"status": "ok" if ok else "error", "reasons": reasons, **checks}
 
 
 @require_GET
@@ -81,6 +85,18 @@ def _report(request: HttpRequest, *, need_worker: bool) -> JsonResponse:
 def healthz(request: HttpRequest) -> JsonResponse:
     """The service: 200 when an answer could start now (database, Redis, a live worker)."""
     return _report(request, need_worker=True)
+
+
+@require_GET
+@never_cache
+def health(request: HttpRequest) -> JsonResponse:
+    """/health as llama.cpp's server answers it, for clients and proxies that look there:
+    {"status": "ok"}, or 503 with llama-server's error object and our reasons."""
+    ok, body = _verdict(request, need_worker=True)
+    if ok:
+        return JsonResponse({"status": "ok"})
+    error = {"code": 503, "message": " ".join(body["reasons"]), "type": "unavailable_error"}
+    return JsonResponse({"error": error}, status=503)
 
 
 @require_GET

@@ -202,6 +202,10 @@ HOMEAI_SEED = env_int("HOMEAI_SEED", -1)
 HOMEAI_WORKER_TTL = env_int("HOMEAI_WORKER_TTL", 4, minimum=2, maximum=600)
 # /metrics: when set, Prometheus must send it as a bearer token (may come from HOMEAI_METRICS_TOKEN_FILE).
 HOMEAI_METRICS_TOKEN = env_str("HOMEAI_METRICS_TOKEN")
+# The Ollama API (/api/*) without an API key: off unless this names an existing user, whose
+# answers such requests then are, and only from loopback or private (LAN) addresses. Many
+# Ollama clients (Home Assistant's among them) have nowhere to put a key.
+HOMEAI_OLLAMA_KEYLESS_USER = env_str("HOMEAI_OLLAMA_KEYLESS_USER")
 # An answer still queued after this long, while workers are alive, has its task sent again
 # (its task may have been lost with a web process); a duplicate task is a no-op.
 HOMEAI_RESEND_AFTER_S = env_int("HOMEAI_RESEND_AFTER_S", 120, minimum=1)

@@ -117,6 +117,9 @@ class Generation(models.Model):
     client = models.CharField(max_length=32, default="chat")  # "chat", or the API client's name
     # /v1/completions: the last user message is the prompt itself, no chat template.
     raw_prompt = models.BooleanField(default=False)
+    # What the answer must be beyond free text: JSON matching a schema, or tool calls
+    # (inference.engine.tools.OutputSpec); the worker builds a grammar from it.
+    output = models.JSONField(default=dict, blank=True)
     model_name = models.CharField(max_length=255, blank=True)
     max_tokens = models.PositiveIntegerField()
     # Per-request sampling overrides (temperature, top_p, top_k, min_p, repeat_penalty, seed, stop).

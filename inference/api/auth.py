@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import hmac
+import ipaddress
 
 from channels.db import database_sync_to_async
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.http import HttpRequest
 
 from inference.api.keys import api_key_authenticate
@@ -19,9 +22,32 @@ def bearer_token(request: HttpRequest) -> str | None:
     return token.strip()
 
 
-def authenticate(request: HttpRequest):
-    """The user whose API key the request carries; ApiError 401 otherwise."""
+def from_lan(request: HttpRequest) -> bool:
+    """Whether the client is on this machine or the home network (behind a reverse proxy, that
+    is the proxy: turn keyless access off there)."""
+    try:
+        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
+def keyless_user(request: HttpRequest):
+    """The user HOMEAI_OLLAMA_KEYLESS_USER names, for a request from the LAN; else None."""
+    name = settings.HOMEAI_OLLAMA_KEYLESS_USER
+    if not name or not from_lan(request):
+        return None
+    return get_user_model().objects.filter(username=name, is_active=True).first()
+
+
+def authenticate(request: HttpRequest, *, keyless: bool = False):
+    """The user whose API key the request carries; ApiError 401 otherwise.
+
+    keyless: a request without a key may be the keyless user's (the Ollama API, when the admin
+    turned it on); a key that is sent must still be valid."""
     token = bearer_token(request)
+    if token is None and keyless and (user := keyless_user(request)) is not None:
+        return user
     if token is None:
         raise ApiError(
             401,
@@ -49,3 +75,7 @@ def metrics_token_ok(request: HttpRequest, expected: str) -> bool:
 
 
 api_user = database_sync_to_async(authenticate)
+
+
+async def ollama_user(request: HttpRequest):
+    return await database_sync_to_async(authenticate)(request, keyless=True)

@@ -12,14 +12,20 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.http import JsonResponse
 
+from inference.engine.sequence import StopStringFilter
+from inference.engine.tools import CALL_OPEN, OutputSpec, history_turns, parse_calls
 from inference.errors import ClientError
 
 CLIENT_CHARS = 32
 _CLIENT_SAFE = re.compile(r"[^A-Za-z0-9._ /:@+()-]")
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+SCHEMA_CHARS = 64_000  # a JSON schema this long already makes a grammar of thousands of rules
 
 # Sampling fields we pass to the engine: OpenAI's, plus llama.cpp's widely used extensions.
-OPENAI_SAMPLING = ("temperature", "top_p", "seed", "stop")
+OPENAI_SAMPLING = ("temperature", "top_p", "seed", "stop", "frequency_penalty", "presence_penalty")
 EXTENSION_SAMPLING = ("top_k", "min_p", "repeat_penalty", "ignore_eos")
+# Any other field (user, metadata, store, logit_bias, ...) is accepted and ignored, as OpenAI's
+# own models ignore some: what cannot be honoured and would change the answer is refused by name.
 
 
 class ApiError(Exception):
@@ -61,10 +67,16 @@ class CompletionRequest:
     options: dict = field(default_factory=dict)
     stream: bool = False
     include_usage: bool = False
+    output: OutputSpec | None = None  # JSON or tool calls the answer must be
 
     @property
     def object_id_prefix(self) -> str:
         return "chatcmpl" if self.chat else "cmpl"
+
+    @property
+    def tools(self) -> bool:
+        """Whether the answer may hold tool calls (they are parsed out of its text)."""
+        return bool(self.output and self.output.tools)
 
 
 def parse_body(raw: bytes) -> dict:
@@ -79,56 +91,49 @@ def parse_body(raw: bytes) -> dict:
     return data
 
 
-def _bad(message: str, param: str | None, code: str = "invalid_value") -> ApiError:
+def bad_request(message: str, param: str | None, code: str = "invalid_value") -> ApiError:
     return ApiError(400, message, code=code, param=param)
 
 
-def _check_model(data: dict, models: list[str]) -> str:
-    """Accept the model we serve, or no model at all (many clients send what they were told)."""
+def check_model(data: dict, models: list[str], listing: str = "GET /v1/models") -> str:
+    """Accept the model we serve, or no model at all (many clients send what they were told).
+    Ollama's clients add the tag ":latest" to a name that has none."""
     model = data.get("model")
     if model is None or model == "":
         return models[0]
     if not isinstance(model, str):
-        raise _bad("model must be a string: the id from GET /v1/models.", "model", "invalid_type")
-    if model not in models:
+        raise bad_request(f"model must be a string: a name from {listing}.", "model", "invalid_type")
+    if model.removesuffix(":latest") not in models:
         raise ApiError(
             404,
-            f"The model {model!r} does not exist here; this server runs {', '.join(models)} (see GET /v1/models).",
+            f"The model {model!r} does not exist here; this server runs {', '.join(models)} (see {listing}).",
             code="model_not_found",
             param="model",
         )
-    return model
+    return model.removesuffix(":latest")
 
 
 def _refuse_unsupported(data: dict, chat: bool) -> None:
     """Fields we cannot honour are refused rather than silently ignored (defaults pass)."""
     n = data.get("n")
     if n not in (None, 1):
-        raise _bad("This server writes one choice per request: n must be 1.", "n", "unsupported_value")
+        raise bad_request("This server writes one choice per request: n must be 1.", "n", "unsupported_value")
     if data.get("logprobs") or data.get("top_logprobs"):
-        raise _bad("Log probabilities are not supported by this server.", "logprobs", "unsupported_parameter")
-    for name in ("frequency_penalty", "presence_penalty"):
-        if data.get(name) not in (None, 0, 0.0):
-            raise _bad(
-                f"{name} is not supported; use repeat_penalty (1.0 = off) instead.", name, "unsupported_parameter"
-            )
-    if data.get("logit_bias"):
-        raise _bad("logit_bias is not supported by this server.", "logit_bias", "unsupported_parameter")
+        raise bad_request("Log probabilities are not supported by this server.", "logprobs", "unsupported_parameter")
     if chat:
-        if data.get("tools") or data.get("functions"):
-            raise _bad("Tool and function calls are not supported by this server.", "tools", "unsupported_parameter")
-        response_format = data.get("response_format")
-        if response_format not in (None, {}) and (
-            not isinstance(response_format, dict) or response_format.get("type") != "text"
-        ):
-            raise _bad("Only text responses are supported.", "response_format", "unsupported_value")
+        if data.get("functions") or data.get("function_call"):
+            raise bad_request(
+                "The legacy functions field is not supported: send the functions as tools.",
+                "functions",
+                "unsupported_parameter",
+            )
     else:
         if data.get("echo"):
-            raise _bad("echo is not supported by this server.", "echo", "unsupported_parameter")
+            raise bad_request("echo is not supported by this server.", "echo", "unsupported_parameter")
         if data.get("suffix"):
-            raise _bad("suffix (fill-in-the-middle) is not supported.", "suffix", "unsupported_parameter")
+            raise bad_request("suffix (fill-in-the-middle) is not supported.", "suffix", "unsupported_parameter")
         if data.get("best_of") not in (None, 1):
-            raise _bad("best_of must be 1.", "best_of", "unsupported_value")
+            raise bad_request("best_of must be 1.", "best_of", "unsupported_value")
 
 
 def _stream_fields(data: dict) -> tuple[bool, bool]:
@@ -136,17 +141,19 @@ def _stream_fields(data: dict) -> tuple[bool, bool]:
     if stream is None:
         stream = False
     if not isinstance(stream, bool):
-        raise _bad("stream must be true or false.", "stream", "invalid_type")
+        raise bad_request("stream must be true or false.", "stream", "invalid_type")
     options = data.get("stream_options")
     if options is None:
         return stream, False
     if not stream:
-        raise _bad("stream_options is only allowed when stream is true.", "stream_options")
+        raise bad_request("stream_options is only allowed when stream is true.", "stream_options")
     if not isinstance(options, dict):
-        raise _bad('stream_options must be an object, e.g. {"include_usage": true}.', "stream_options", "invalid_type")
+        raise bad_request(
+            'stream_options must be an object, e.g. {"include_usage": true}.', "stream_options", "invalid_type"
+        )
     include_usage = options.get("include_usage", False)
     if not isinstance(include_usage, bool):
-        raise _bad("stream_options.include_usage must be true or false.", "stream_options", "invalid_type")
+        raise bad_request("stream_options.include_usage must be true or false.", "stream_options", "invalid_type")
     return stream, include_usage
 
 
@@ -156,7 +163,7 @@ def _max_tokens(data: dict) -> tuple[int | None, str]:
         value = data.get(name)
         if value is not None:
             if not isinstance(value, int) or isinstance(value, bool):
-                raise _bad(f"{name} must be a whole number.", name, "invalid_type")
+                raise bad_request(f"{name} must be a whole number.", name, "invalid_type")
             return value, name
     return None, "max_tokens"
 
@@ -183,26 +190,58 @@ def _content_text(content, index: int) -> str:
         texts = []
         for part in content:
             if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-                raise _bad(
+                raise bad_request(
                     f"messages[{index}].content: only text parts are supported (no images or audio).",
                     f"messages[{index}].content",
                     "unsupported_value",
                 )
             texts.append(part["text"])
         return "\n".join(texts)
-    raise _bad(f"messages[{index}].content must be a string or a list of text parts.", f"messages[{index}].content")
+    raise bad_request(
+        f"messages[{index}].content must be a string or a list of text parts.", f"messages[{index}].content"
+    )
 
 
-ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 
 
-def _messages(data: dict) -> list[dict]:
+def tool_calls(message: dict, index: int) -> list[dict]:
+    """A message's tool calls as [{"name", "arguments"}]: OpenAI's (arguments a JSON string) or
+    Ollama's (arguments an object)."""
+    calls = message.get("tool_calls")
+    if calls is None or calls == []:
+        return []
+    where = f"messages[{index}].tool_calls"
+    if not isinstance(calls, list):
+        raise bad_request(f"{where} must be a list of calls.", where, "invalid_type")
+    out = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except ValueError:
+                arguments = None
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            raise bad_request(
+                f"Each of {where} needs function.name and function.arguments (a JSON object).", where, "invalid_value"
+            )
+        out.append({"name": name, "arguments": arguments})
+    return out
+
+
+def parse_messages(data: dict, *, content=None) -> list[dict]:
+    """The conversation as stored turns ({role, content}), tool calls and results written as
+    text (engine/tools.py). content(value, index) reads one message's text."""
+    read = content or _content_text
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise _bad("messages must be a non-empty list of {role, content} objects.", "messages", "invalid_type")
+        raise bad_request("messages must be a non-empty list of {role, content} objects.", "messages", "invalid_type")
     limit = settings.HOMEAI_MAX_MESSAGES
     if len(messages) > limit:
-        raise _bad(
+        raise bad_request(
             f"This request has {len(messages):,} messages; the limit is {limit:,}. Send the recent part "
             "of the conversation (the model only reads what fits its context anyway).",
             "messages",
@@ -211,18 +250,116 @@ def _messages(data: dict) -> list[dict]:
     turns = []
     for i, message in enumerate(messages):
         if not isinstance(message, dict):
-            raise _bad(f"messages[{i}] must be an object with a role and content.", f"messages[{i}]", "invalid_type")
+            raise bad_request(
+                f"messages[{i}] must be an object with a role and content.", f"messages[{i}]", "invalid_type"
+            )
         role = message.get("role")
         if role not in ROLES:
-            raise _bad(
-                f"messages[{i}].role must be system, developer, user or assistant (tool messages are not supported).",
-                f"messages[{i}].role",
+            raise bad_request(
+                f"messages[{i}].role must be system, developer, user, assistant or tool.", f"messages[{i}].role"
             )
-        text = _content_text(message.get("content"), i)
-        if not text.strip() and i != len(messages) - 1:
+        text = read(message.get("content"), i)
+        calls = tool_calls(message, i) if role == "assistant" else []
+        if not text.strip() and not calls and i != len(messages) - 1:
             continue  # an empty turn in the history adds nothing to the prompt
-        turns.append({"role": ROLES[role], "content": text})
-    return turns
+        turns.append({"role": ROLES[role], "content": text, "tool_calls": calls})
+    return history_turns(turns)
+
+
+def check_schema(schema, field: str) -> dict:
+    """A JSON schema the answer must match: an object, of a size a grammar can be built from.
+    Its meaning is checked where the grammar is built (the worker), which names what it refuses."""
+    if not isinstance(schema, dict):
+        raise bad_request(f"{field} must be a JSON schema (an object).", field, "invalid_type")
+    if len(json.dumps(schema)) > SCHEMA_CHARS:
+        raise bad_request(f"{field} is longer than {SCHEMA_CHARS:,} characters.", field, "invalid_value")
+    return schema
+
+
+def parse_tools(data: dict) -> tuple[dict, ...]:
+    """The functions offered, each {"name", "description", "parameters"} (OpenAI's and Ollama's shape)."""
+    tools = data.get("tools")
+    if tools is None or tools == []:
+        return ()
+    if not isinstance(tools, list):
+        raise bad_request("tools must be a list of functions.", "tools", "invalid_type")
+    out = []
+    for k, tool in enumerate(tools):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(function, dict) or tool.get("type", "function") != "function":
+            raise bad_request(
+                f'tools[{k}] must be {{"type": "function", "function": {{"name", "description", "parameters"}}}}.',
+                f"tools[{k}]",
+                "invalid_value",
+            )
+        name = function.get("name")
+        if not isinstance(name, str) or not _TOOL_NAME.match(name):
+            raise bad_request(
+                f"tools[{k}].function.name must be 1 to 64 letters, digits, '_', '.' or '-'.",
+                f"tools[{k}].function.name",
+            )
+        if any(t["name"] == name for t in out):
+            raise bad_request(f"Two tools are named {name!r}.", f"tools[{k}].function.name")
+        parameters = function.get("parameters") or {"type": "object", "properties": {}}
+        description = function.get("description")
+        out.append(
+            {
+                "name": name,
+                "description": description if isinstance(description, str) else "",
+                "parameters": check_schema(parameters, f"tools[{k}].function.parameters"),
+            }
+        )
+    return tuple(out)
+
+
+def tool_choice(choice, tools: tuple[dict, ...]) -> str | None:
+    """auto, required or a tool's name; None for "none" (the tools are then left out)."""
+    if choice is None or choice == "auto":
+        return "auto"
+    if choice == "none":
+        return None
+    if choice == "required" and tools:
+        return "required"
+    if isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("function"), dict):
+        name = choice["function"].get("name")
+        if any(t["name"] == name for t in tools):
+            return name
+        raise bad_request(f"tool_choice names {name!r}, which is not one of the tools.", "tool_choice")
+    raise bad_request(
+        'tool_choice must be "none", "auto", "required" (with tools) or {"type": "function", "function": {"name": …}}.',
+        "tool_choice",
+    )
+
+
+def _response_schema(data: dict) -> dict | None:
+    """The schema of response_format (json_object: any JSON object), or None for text."""
+    response_format = data.get("response_format")
+    if response_format is None or response_format == {}:
+        return None
+    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "object"}
+    if kind == "json_schema":
+        spec = response_format.get("json_schema")
+        if not isinstance(spec, dict):
+            raise bad_request(
+                'response_format.json_schema must be {"name", "schema"}.', "response_format", "invalid_type"
+            )
+        schema = spec.get("schema")
+        return {"type": "object"} if schema is None else check_schema(schema, "response_format.json_schema.schema")
+    raise bad_request('response_format.type must be "text", "json_object" or "json_schema".', "response_format")
+
+
+def output_spec(schema: dict | None, tools: tuple[dict, ...], choice: str | None, parallel) -> OutputSpec | None:
+    if parallel is not None and not isinstance(parallel, bool):
+        raise bad_request("parallel_tool_calls must be true or false.", "parallel_tool_calls", "invalid_type")
+    if choice is None:
+        tools = ()
+    if schema is None and not tools:
+        return None
+    return OutputSpec(schema=schema, tools=tools, tool_choice=choice or "auto", parallel=parallel is not False)
 
 
 def _prompt(data: dict) -> str:
@@ -230,29 +367,37 @@ def _prompt(data: dict) -> str:
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
         prompt = prompt[0]
     if isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
-        raise _bad("Send one prompt per request (this server does not batch prompts).", "prompt", "unsupported_value")
+        raise bad_request(
+            "Send one prompt per request (this server does not batch prompts).", "prompt", "unsupported_value"
+        )
     if isinstance(prompt, list):
-        raise _bad("prompt must be text; token-id prompts are not supported.", "prompt", "unsupported_value")
+        raise bad_request("prompt must be text; token-id prompts are not supported.", "prompt", "unsupported_value")
     if not isinstance(prompt, str):
-        raise _bad("prompt must be a string.", "prompt", "invalid_type")
+        raise bad_request("prompt must be a string.", "prompt", "invalid_type")
     return prompt
 
 
 def parse_request(data: dict, *, chat: bool, models: list[str]) -> CompletionRequest:
     """Check an OpenAI request body; ranges are checked again by the services that store it."""
-    model = _check_model(data, models)
+    model = check_model(data, models)
     _refuse_unsupported(data, chat)
     stream, include_usage = _stream_fields(data)
     max_tokens, _ = _max_tokens(data)
+    output = None
+    if chat:
+        tools = parse_tools(data)
+        choice = tool_choice(data.get("tool_choice"), tools)
+        output = output_spec(_response_schema(data), tools, choice, data.get("parallel_tool_calls"))
     return CompletionRequest(
         chat=chat,
         model=model,
-        messages=_messages(data) if chat else None,
+        messages=parse_messages(data) if chat else None,
         prompt=None if chat else _prompt(data),
         max_tokens=max_tokens,
         options=_sampling(data),
         stream=stream,
         include_usage=include_usage,
+        output=output,
     )
 
 
@@ -276,6 +421,8 @@ def from_engine_error(code: str, message: str) -> ApiError:
     """An error event from the worker (the request was valid, the answer could not be written)."""
     if code == "context_overflow":
         return ApiError(400, message, code="context_length_exceeded", param="messages")
+    if code == "invalid_schema":
+        return ApiError(400, message, code="invalid_schema", param="response_format")
     if code in ("interrupted", "model_missing", "model_unusable"):
         return ApiError(503, message, code=code)
     return ApiError(500, message, code=code)
@@ -343,10 +490,17 @@ def timings(metrics: dict) -> dict:
     }
 
 
-def finish_reason(status: str, metrics: dict) -> str:
-    if status == "cancelled":
-        return "cancelled"  # not an OpenAI value, and only seen when someone else stopped the answer
-    return metrics.get("finish_reason") or "stop"
+def finish_reason(done: dict, calls: list | None = None) -> str:
+    """OpenAI's finish reasons only: a cancelled answer ends with "stop" (and homeai_status)."""
+    if calls:
+        return "tool_calls"
+    reason = (done.get("metrics") or {}).get("finish_reason")
+    return reason if reason in ("stop", "length") else "stop"
+
+
+def status_fields(done: dict) -> dict:
+    """Our own field for an answer stopped before its end (someone cancelled it)."""
+    return {"homeai_status": "cancelled"} if done.get("status") == "cancelled" else {}
 
 
 def _header(req: CompletionRequest, object_id: str, created: int, chunk: bool) -> dict:
@@ -357,17 +511,34 @@ def _header(req: CompletionRequest, object_id: str, created: int, chunk: bool) -
     return {"id": object_id, "object": kind, "created": created, "model": req.model, "system_fingerprint": None}
 
 
+def openai_tool_calls(object_id: str, calls: list[dict], *, indexed: bool = False) -> list[dict]:
+    """Parsed calls as OpenAI writes them: arguments as a JSON string, ids unique per answer."""
+    out = []
+    for i, call in enumerate(calls):
+        item = {
+            "id": f"call_{object_id.rsplit('-', 1)[-1]}_{i}",
+            "type": "function",
+            "function": {"name": call["name"], "arguments": json.dumps(call["arguments"], ensure_ascii=False)},
+        }
+        out.append({"index": i, **item} if indexed else item)
+    return out
+
+
+def answer_parts(req: CompletionRequest, text: str) -> tuple[str, list[dict]]:
+    """The answer's content and its tool calls (none unless tools were offered)."""
+    return parse_calls(text) if req.tools else (text, [])
+
+
 def completion_body(req: CompletionRequest, object_id: str, created: int, *, text: str, done: dict) -> dict:
     """The whole answer, for stream=false."""
     metrics = done.get("metrics") or {}
-    reason = finish_reason(done.get("status", "done"), metrics)
+    content, calls = answer_parts(req, text)
+    reason = finish_reason(done, calls)
     if req.chat:
-        choice = {
-            "index": 0,
-            "message": {"role": "assistant", "content": text, "refusal": None},
-            "logprobs": None,
-            "finish_reason": reason,
-        }
+        message: dict = {"role": "assistant", "content": content or (None if calls else ""), "refusal": None}
+        if calls:
+            message["tool_calls"] = openai_tool_calls(object_id, calls)
+        choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": reason}
     else:
         choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": reason}
     return {
@@ -375,6 +546,7 @@ def completion_body(req: CompletionRequest, object_id: str, created: int, *, tex
         "choices": [choice],
         "usage": usage(metrics),
         "timings": timings(metrics),
+        **status_fields(done),
     }
 
 
@@ -386,12 +558,15 @@ def chunk(
     text: str | None = None,
     first: bool = False,
     reason: str | None = None,
+    calls: list[dict] | None = None,
 ) -> dict:
-    """One stream chunk with a piece of text (or the role, or the finish reason)."""
+    """One stream chunk with a piece of text (or the role, the tool calls, or the finish reason)."""
     if req.chat:
         delta: dict = {}
         if first:
             delta = {"role": "assistant", "content": ""}
+        elif calls:
+            delta = {"tool_calls": openai_tool_calls(object_id, calls, indexed=True)}
         elif text is not None:
             delta = {"content": text}
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}
@@ -403,12 +578,14 @@ def chunk(
     return body
 
 
-def final_chunks(req: CompletionRequest, object_id: str, created: int, done: dict) -> list[dict]:
-    """The finish-reason chunk, then (with include_usage) the usage chunk; the last carries timings."""
+def final_chunks(req: CompletionRequest, object_id: str, created: int, done: dict, calls: list[dict]) -> list[dict]:
+    """The tool calls' chunk, the finish-reason chunk, then (with include_usage) the usage chunk;
+    the last carries timings."""
     metrics = done.get("metrics") or {}
-    last = chunk(req, object_id, created, reason=finish_reason(done.get("status", "done"), metrics))
-    last["timings"] = timings(metrics)
-    out = [last]
+    out = [chunk(req, object_id, created, calls=calls)] if calls else []
+    last = chunk(req, object_id, created, reason=finish_reason(done, calls))
+    last.update(timings=timings(metrics), **status_fields(done))
+    out.append(last)
     if req.include_usage:
         out.append(
             {
@@ -421,6 +598,29 @@ def final_chunks(req: CompletionRequest, object_id: str, created: int, done: dic
     return out
 
 
+class VisibleText:
+    """What of an answer its client sees as it streams: with tools offered, the text before the
+    first tool call (the calls are sent parsed, at the end); otherwise all of it."""
+
+    def __init__(self, tools: bool):
+        self._filter = StopStringFilter((CALL_OPEN,)) if tools else None
+        self.sent = ""
+
+    def feed(self, text: str) -> str:
+        if self._filter is not None:
+            text = "" if self._filter.stopped else self._filter.feed(text.encode())
+        self.sent += text
+        return text
+
+    def rest(self, final_text: str, calls: list[dict]) -> str:
+        """The visible part of the final text not sent yet (what a stop string or the tool-call
+        filter held back; all of a call that did not parse)."""
+        visible = final_text[: final_text.find(CALL_OPEN)].rstrip() if calls else final_text
+        if len(visible) > len(self.sent) and visible.startswith(self.sent):
+            return visible[len(self.sent) :]
+        return ""
+
+
 def sse(data: dict | str) -> bytes:
     payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     return f"data: {payload}\n\n".encode()
@@ -428,3 +628,37 @@ def sse(data: dict | str) -> bytes:
 
 SSE_DONE = sse("[DONE]")
 SSE_KEEPALIVE = b": keep-alive\n\n"
+
+
+class OpenAIWire:
+    """An answer in OpenAI's shapes: a completion object, or SSE chunks ending with [DONE]."""
+
+    content_type = "text/event-stream; charset=utf-8"
+    keepalive = SSE_KEEPALIVE
+
+    def __init__(self, req: CompletionRequest, object_id: str, created: int):
+        self.req, self.object_id, self.created = req, object_id, created
+
+    def _chunk(self, **fields) -> bytes:
+        return sse(chunk(self.req, self.object_id, self.created, **fields))
+
+    def start(self) -> bytes:
+        return self._chunk(first=True) if self.req.chat else b""
+
+    def text(self, piece: str) -> bytes:
+        return self._chunk(text=piece)
+
+    def end(self, done: dict, rest: str, calls: list[dict]) -> bytes:
+        out = [self._chunk(text=rest)] if rest else []
+        out += [sse(c) for c in final_chunks(self.req, self.object_id, self.created, done, calls)]
+        out.append(SSE_DONE)
+        return b"".join(out)
+
+    def error(self, exc: ApiError) -> bytes:
+        return sse(exc.body())
+
+    def body(self, text: str, done: dict) -> dict:
+        return completion_body(self.req, self.object_id, self.created, text=text, done=done)
+
+    def error_response(self, exc: ApiError) -> JsonResponse:
+        return exc.response()

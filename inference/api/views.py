@@ -27,8 +27,9 @@ from django.views.decorators.csrf import csrf_exempt
 from inference import events, watchdog
 from inference.api import protocol
 from inference.api.auth import api_user, authenticate, metrics_token_ok
-from inference.api.protocol import ApiError, CompletionRequest
+from inference.api.protocol import ApiError
 from inference.api.relay import GenerationEvents, final_event
+from inference.engine.tools import parse_calls
 from inference.errors import ClientError
 from inference.metrics import exposition
 from inference.models import EngineConfig, Generation
@@ -63,21 +64,28 @@ def serving_state() -> Serving:
     return Serving(models=names, workers=len(workers))
 
 
-def _accept(request: HttpRequest, *, chat: bool) -> tuple[object, CompletionRequest, Generation]:
-    """Everything before the answer is queued, in one trip to a thread: key, body, model, row.
-
-    The order is OpenAI's: a bad key is a 401 whatever the body, a bad body a 400, an
-    unknown model a 404.
-    """
-    user = authenticate(request)
+def read_body(request: HttpRequest) -> dict:
     try:
         raw = request.body
     except RequestDataTooBig:
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         raise ApiError(413, f"The request body is larger than the {limit:,} bytes this server accepts.") from None
-    data = protocol.parse_body(raw)
+    return protocol.parse_body(raw)
+
+
+def queue_answer(request: HttpRequest, parse, *, keyless: bool = False) -> tuple[object, object, Generation | None]:
+    """Everything before the answer is queued, in one trip to a thread: key, body, model, row.
+
+    parse(data, models) checks the body in its API's terms (protocol.parse_request,
+    ollama.parse_chat, ...). The order is OpenAI's: a bad key is a 401 whatever the body, a bad
+    body a 400, an unknown model a 404. No row for an Ollama load request (nothing to answer).
+    """
+    user = authenticate(request, keyless=keyless)
+    data = read_body(request)
     state = serving_state()
-    req = protocol.parse_request(data, chat=chat, models=state.accepted)
+    req = parse(data, state.accepted)
+    if getattr(req, "load_only", None):
+        return user, req, None
     if not state.workers:
         raise ApiError(
             503,
@@ -92,6 +100,7 @@ def _accept(request: HttpRequest, *, chat: bool) -> tuple[object, CompletionRequ
             prompt=req.prompt,
             max_tokens=req.max_tokens,
             options=req.options,
+            output=req.output.as_dict() if req.output else None,
         )
     except ClientError as exc:
         raise protocol.from_client_error(exc, req) from None
@@ -114,17 +123,23 @@ def _model_object(name: str) -> dict:
     return {"id": name, "object": "model", "created": created, "owned_by": "homeai"}
 
 
-@csrf_exempt
-@never_cache
-async def models(request: HttpRequest) -> HttpResponse:
+async def _keyed_read(request: HttpRequest, build) -> HttpResponse:
+    """A GET that needs an API key, answered with build() (run in a thread) as JSON."""
     if request.method != "GET":
         return _method_not_allowed("GET")
     try:
         await api_user(request)
     except ApiError as exc:
         return exc.response()
-    state = await database_sync_to_async(serving_state)()
-    return JsonResponse({"object": "list", "data": [_model_object(n) for n in state.models]})
+    return JsonResponse(await database_sync_to_async(build)(), safe=False)
+
+
+@csrf_exempt
+@never_cache
+async def models(request: HttpRequest) -> HttpResponse:
+    return await _keyed_read(
+        request, lambda: {"object": "list", "data": [_model_object(n) for n in serving_state().models]}
+    )
 
 
 @csrf_exempt
@@ -146,15 +161,16 @@ async def model_detail(request: HttpRequest, model_id: str) -> HttpResponse:
 
 
 class Answer:
-    """One request's answer, from subscription to response; end() cancels it unless it finished."""
+    """One request's answer, from subscription to response; end() cancels it unless it finished.
 
-    def __init__(self, *, user, req: CompletionRequest, generation: Generation):
+    The wire (protocol.OpenAIWire, ollama.OllamaWire) writes it in its API's shapes."""
+
+    def __init__(self, *, user, generation: Generation, wire, tools: bool):
         self.user = user
-        self.req = req
         self.generation = generation
         self.generation_id = generation.id
-        self.object_id = f"{req.object_id_prefix}-{generation.id}"
-        self.created = int(time.time())
+        self.wire = wire
+        self.tools = tools
         self.events = GenerationEvents(generation.id)
         self.finished = False
         self._ended = False
@@ -202,55 +218,40 @@ class Answer:
                     pieces.append(event["text"])
                 elif event["type"] == events.DONE:
                     text = event.get("text")
-                    body = protocol.completion_body(
-                        self.req,
-                        self.object_id,
-                        self.created,
-                        text="".join(pieces) if text is None else text,
-                        done=event,
-                    )
+                    body = self.wire.body("".join(pieces) if text is None else text, event)
                     return JsonResponse(body, json_dumps_params={"ensure_ascii": False})
                 elif event["type"] == events.ERROR:
-                    return protocol.from_engine_error(event["code"], event["message"]).response()
-        return ApiError(500, "The answer ended without a result.", code="no_result").response()
+                    return self.wire.error_response(protocol.from_engine_error(event["code"], event["message"]))
+        return self.wire.error_response(ApiError(500, "The answer ended without a result.", code="no_result"))
 
     async def stream(self) -> AsyncIterator[bytes]:
-        """The SSE stream. Primed by the view (see _respond), so end() runs however it stops."""
+        """The stream of chunks. Primed by the view (see _respond), so end() runs however it stops."""
         try:
-            yield self._sse_chunk(first=True) if self.req.chat else b""
-            streamed: list[str] = []
+            yield self.wire.start()
+            visible = protocol.VisibleText(self.tools)
             async for frame in self.frames():
                 if frame is None:
-                    yield protocol.SSE_KEEPALIVE
+                    if self.wire.keepalive:
+                        yield self.wire.keepalive
                     continue
                 out = []
                 for event in frame:
                     kind = event["type"]
                     if kind == events.TOKEN and event["text"]:
-                        streamed.append(event["text"])
-                        out.append(self._sse_chunk(text=event["text"]))
+                        text = visible.feed(event["text"])
+                        if text:
+                            out.append(self.wire.text(text))
                     elif kind == events.DONE:
-                        out += self._stream_end(event, "".join(streamed))
+                        # Text the stop-string filter held back until the end was never sent as a token.
+                        final = event.get("text") or ""
+                        calls = parse_calls(final)[1] if self.tools else []
+                        out.append(self.wire.end(event, visible.rest(final, calls), calls))
                     elif kind == events.ERROR:
-                        out.append(protocol.sse(protocol.from_engine_error(event["code"], event["message"]).body()))
+                        out.append(self.wire.error(protocol.from_engine_error(event["code"], event["message"])))
                 if out:
                     yield b"".join(out)
         finally:
             await self.end()
-
-    def _sse_chunk(self, **fields) -> bytes:
-        return protocol.sse(protocol.chunk(self.req, self.object_id, self.created, **fields))
-
-    def _stream_end(self, done: dict, streamed: str) -> list[bytes]:
-        out = []
-        # Text the stop-string filter held back until the end was never sent as a token.
-        text = done.get("text") or ""
-        if len(text) > len(streamed) and text.startswith(streamed):
-            rest = text[len(streamed) :]
-            out.append(self._sse_chunk(text=rest))
-        out += [protocol.sse(c) for c in protocol.final_chunks(self.req, self.object_id, self.created, done)]
-        out.append(protocol.SSE_DONE)
-        return out
 
 
 async def _primed(first: bytes, rest) -> AsyncIterator[bytes]:
@@ -279,15 +280,36 @@ async def _patient(attempt):
 async def _respond(request: HttpRequest, *, chat: bool) -> HttpResponse:
     if request.method != "POST":
         return _method_not_allowed("POST")
+
+    def accept():
+        user, req, generation = queue_answer(
+            request, lambda data, models: protocol.parse_request(data, chat=chat, models=models)
+        )
+        wire = protocol.OpenAIWire(req, f"{req.object_id_prefix}-{generation.id}", int(time.time()))
+        return user, generation, wire, req.stream, req.tools
+
+    return await respond(accept, errors=ApiError.response)
+
+
+async def respond(accept, *, errors) -> HttpResponse:
+    """Queue an answer and answer the request with it, whole or streamed, in its wire's shapes.
+
+    accept() (run in a thread) checks the request and stores the answer: (user, generation,
+    wire, stream, tools), or an HttpResponse when there is nothing to answer, or raises
+    ApiError; errors(ApiError) renders a refusal.
+    """
     answer = None
     try:
-        user, req, generation = await _patient(lambda: database_sync_to_async(_accept)(request, chat=chat))
+        accepted = await _patient(lambda: database_sync_to_async(accept)())
+        if isinstance(accepted, HttpResponse):
+            return accepted
+        user, generation, wire, stream_it, tools = accepted
         # This web process also sweeps for a dead worker's answers. An empty context: the task
         # must not inherit this request's thread-sensitive executor, which ends with the request.
         contextvars.Context().run(watchdog.ensure_running)
-        answer = Answer(user=user, req=req, generation=generation)
+        answer = Answer(user=user, generation=generation, wire=wire, tools=tools)
         await _patient(answer.start)
-        if not req.stream:
+        if not stream_it:
             try:
                 return await answer.collect()
             finally:
@@ -299,26 +321,24 @@ async def _respond(request: HttpRequest, *, chat: bool) -> HttpResponse:
     except ApiError as exc:
         if answer is not None:
             await answer.end()
-        return exc.response()
+        return errors(exc)
     except redis.RedisError:
         log.warning("an API request met Redis down", exc_info=True)
         if answer is not None:
             await answer.end()
         down = ApiError(503, "The message queue (Redis) is unreachable; retry in a moment.", code="unavailable")
-        response = down.response()
-        response["Retry-After"] = "5"
-        return response
+        return errors(down)
     except Exception:
         log.exception("an API request failed")
         if answer is not None:
             await answer.end()
         failed = ApiError(500, "The server failed while starting this answer; its log says why.", code="internal_error")
-        return failed.response()
+        return errors(failed)
     except BaseException:  # cancelled: the client went away
         if answer is not None:
             await answer.end()
         raise
-    response = StreamingHttpResponse(_primed(first, stream), content_type="text/event-stream; charset=utf-8")
+    response = StreamingHttpResponse(_primed(first, stream), content_type=answer.wire.content_type)
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx: pass tokens through as they come
     response["X-HomeAI-Generation"] = str(answer.generation_id)
@@ -333,6 +353,53 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
 @csrf_exempt
 async def completions(request: HttpRequest) -> HttpResponse:
     return await _respond(request, chat=False)
+
+
+# --- llama.cpp's server: /props, /slots -------------------------------------------------------
+
+
+def _props() -> dict:
+    """llama-server's /props fields that mean something here."""
+    state = serving_state()
+    config = EngineConfig.current()
+    return {
+        "default_generation_settings": {
+            "n_ctx": config.context or settings.HOMEAI_CONTEXT,
+            "params": {
+                "n_predict": settings.HOMEAI_MAX_TOKENS,
+                "temperature": settings.HOMEAI_TEMPERATURE,
+                "seed": settings.HOMEAI_SEED,
+            },
+        },
+        "total_slots": settings.HOMEAI_SLOTS * max(state.workers, 1),
+        "model_path": state.models[0],
+        "modalities": {"vision": False, "audio": False},
+        "build_info": "HomeAI",
+    }
+
+
+def _slots() -> list[dict]:
+    """One entry per engine slot of every live worker, busy ones first (a worker reports how
+    many answers it runs, not which slot each takes)."""
+    n_ctx = EngineConfig.current().context or settings.HOMEAI_CONTEXT
+    out = []
+    for status in registry.live_workers().values():
+        running = status.get("running") or 0
+        for i in range(status.get("slots") or settings.HOMEAI_SLOTS):
+            out.append({"id": len(out), "n_ctx": n_ctx, "is_processing": i < running, "model": status.get("model")})
+    return out
+
+
+@csrf_exempt
+@never_cache
+async def props(request: HttpRequest) -> HttpResponse:
+    return await _keyed_read(request, _props)
+
+
+@csrf_exempt
+@never_cache
+async def slots(request: HttpRequest) -> HttpResponse:
+    return await _keyed_read(request, _slots)
 
 
 # --- /metrics ---------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from inference.engine.budget import StepCostModel
 from inference.engine.commands import Cancel, Command, Retire, SetPolicy, Stop, Submit
 from inference.engine.errors import EngineError
 from inference.engine.events import DoneEvent, ErrorEvent, PhaseEvent, TokenEvent
+from inference.engine.grammar import build_grammar
 from inference.engine.policies import make_policy
 from inference.engine.prompt import Prompt
 from inference.engine.runner import Runner
@@ -220,7 +221,11 @@ class Engine:
             )
             seq.notice = f"{seq.notice} {dropped}".strip()
             seq.emit(PhaseEvent("notice", message=dropped))
-        self.runner.new_sampler(seq.seq_id, seq.params)
+        try:
+            self.runner.new_sampler(seq.seq_id, seq.params, prompt.grammar)
+        except EngineError as exc:
+            seq.emit(ErrorEvent(exc.code, exc.message))
+            return
         self._by_id[seq.seq_id] = seq
         self.scheduler.add(seq)
         position = self.scheduler.queue_position(seq)
@@ -232,9 +237,13 @@ class Engine:
         fail the others)."""
         try:
             if seq.raw_prompt is not None:
-                return self.runner.prompts.build_raw(seq.raw_prompt)
-            reserve = min(seq.params.max_tokens, self.runner.config.n_ctx_seq // 2)
-            return self.runner.prompts.build(seq.messages, reserve=reserve)
+                prompt = self.runner.prompts.build_raw(seq.raw_prompt)
+            else:
+                reserve = min(seq.params.max_tokens, self.runner.config.n_ctx_seq // 2)
+                tools = seq.output.tools if seq.output else ()
+                prompt = self.runner.prompts.build(seq.messages, reserve=reserve, tools=tools)
+            prompt.grammar = build_grammar(seq.output)
+            return prompt
         except EngineError as exc:
             return exc
         except Exception as exc:

@@ -13,6 +13,7 @@ from typing import NoReturn, Protocol
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from inference.engine.errors import EngineError
+from inference.engine.tools import CALL_OPEN, tool_definitions, with_tools_in_system
 
 # Gemma's turn markup: the bundled Gemma 3 base GGUF carries no chat template, and this
 # markup is what Gemma-family models (and many others) are trained to follow.
@@ -30,6 +31,7 @@ class Prompt:
     dropped_messages: int
     stop: tuple[str, ...]
     stop_tokens: frozenset[int] = frozenset()
+    grammar: object = None  # the grammar.Grammar the answer is sampled under, if any
 
 
 def render_gemma(messages: list[dict]) -> str:
@@ -89,19 +91,23 @@ class ChatTemplate:
         env.globals["raise_exception"] = _raise_template_error
         self._template = env.from_string(source)
         self.bos, self.eos = bos, eos
+        # A template that lists `tools` itself and writes calls as <tool_call> (Qwen 2.5, Hermes)
+        # renders them; any other gets them in its system message (tools.py), the same text.
+        self.renders_tools = "tools" in source and CALL_OPEN in source
 
-    def render(self, messages: list[dict]) -> str:
+    def render(self, messages: list[dict], tools: tuple[dict, ...] = ()) -> str:
         try:
-            return self._render(messages)
+            return self._render(messages, tools)
         except EngineError:
             if not any(m["role"] == "system" for m in messages):
                 raise
-            return self._render(fold_system(messages))  # a template without a system role
+            return self._render(fold_system(messages), tools)  # a template without a system role
 
-    def _render(self, messages: list[dict]) -> str:
+    def _render(self, messages: list[dict], tools: tuple[dict, ...]) -> str:
+        extra = {"tools": tool_definitions(tools)} if tools else {}
         try:
             return self._template.render(
-                messages=messages, add_generation_prompt=True, bos_token=self.bos, eos_token=self.eos
+                messages=messages, add_generation_prompt=True, bos_token=self.bos, eos_token=self.eos, **extra
             )
         except EngineError:
             raise
@@ -120,13 +126,15 @@ class PromptBuilder:
         self.n_ctx = n_ctx  # one sequence's context
         self.bos_token = bos_token  # the BOS id when the model's GGUF asks for one (add_bos_token)
 
-    def render(self, messages: list[dict]) -> tuple[str, tuple[str, ...]]:
+    def render(self, messages: list[dict], tools: tuple[dict, ...] = ()) -> tuple[str, tuple[str, ...]]:
         """The prompt text and the stop strings that end the model's turn in it."""
+        if tools and (self.template is None or not self.template.renders_tools):
+            messages, tools = with_tools_in_system(messages, tools), ()
         if self.template is None:
             return render_gemma(messages), GEMMA_TURN_STOPS
-        return self.template.render(messages), ()
+        return self.template.render(messages, tools), ()
 
-    def build(self, messages: list[dict], *, reserve: int) -> Prompt:
+    def build(self, messages: list[dict], *, reserve: int, tools: tuple[dict, ...] = ()) -> Prompt:
         """Render and tokenize; drop the oldest turns while the prompt plus `reserve` won't fit.
 
         1. Render the whole conversation and tokenize it: most prompts fit, and this is all.
@@ -142,7 +150,7 @@ class PromptBuilder:
         turns = [m for m in messages if m["role"] != "system"]
 
         def attempt(cut: int) -> tuple[list[int], tuple[str, ...]]:
-            text, stop = self.render(system + turns[cut:])
+            text, stop = self.render(system + turns[cut:], tools)
             return self._tokenize_rendered(text), stop
 
         tokens, stop = attempt(0)

@@ -17,6 +17,7 @@ import llama_cpp
 import numpy as np
 
 from inference.engine.errors import EngineError
+from inference.engine.grammar import Grammar
 from inference.engine.prompt import ChatTemplate, PromptBuilder
 from inference.engine.sequence import SamplingParams, Sequence
 from inference.engine.slots import SlotCache
@@ -61,6 +62,36 @@ class ModelInfo:
     n_ctx_train: int
 
 
+class _Constraint:
+    """A sequence's grammar sampler, and the candidate arrays it is applied to."""
+
+    def __init__(self, grammar, n_vocab: int):
+        self.grammar = grammar
+        self.n_vocab = n_vocab
+        self._ids = np.arange(n_vocab, dtype=np.int32)
+        # llama_token_data is {int32 id; float logit; float p}: 12 bytes, as this packed dtype.
+        self._data = np.zeros(n_vocab, dtype=[("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+        self._one = (llama_cpp.llama_token_data * 1)()
+
+    def pick(self, chain, logits, *, constrained: bool) -> int:
+        """The token the chain picks among all candidates, or among those the grammar allows."""
+        self._data["id"] = self._ids
+        self._data["logit"] = np.ctypeslib.as_array(logits, shape=(self.n_vocab,))
+        self._data["p"] = 0.0
+        pointer = self._data.ctypes.data_as(llama_cpp.llama_token_data_p)
+        candidates = llama_cpp.llama_token_data_array(pointer, self.n_vocab, -1, False)
+        if constrained:
+            llama_cpp.llama_sampler_apply(self.grammar, ctypes.byref(candidates))
+        llama_cpp.llama_sampler_apply(chain, ctypes.byref(candidates))
+        return int(self._data["id"][candidates.selected])
+
+    def allows(self, token: int) -> bool:
+        self._one[0].id, self._one[0].logit, self._one[0].p = token, 1.0, 0.0
+        single = llama_cpp.llama_token_data_array(self._one, 1, -1, False)
+        llama_cpp.llama_sampler_apply(self.grammar, ctypes.byref(single))
+        return self._one[0].logit != float("-inf")
+
+
 class Runner:
     def __init__(self, config: RunnerConfig):
         self.config = config
@@ -71,6 +102,7 @@ class Runner:
         self._batch = None
         self.prompts: PromptBuilder | None = None  # prompts in this model's chat format; set by load()
         self._samplers: dict[int, object] = {}
+        self._grammars: dict[int, _Constraint] = {}
         self._piece_buf = ctypes.create_string_buffer(256)
         self.load_notice = ""  # something the person should know about how the model runs
         self.slots = SlotCache()  # what each slot's KV cache holds, for prefix reuse
@@ -192,12 +224,23 @@ class Runner:
         return llama_cpp.llama_vocab_get_text(self.vocab, token).decode("utf-8", errors="replace")
 
     # --- sampling ----------------------------------------------------------------------------
-    def new_sampler(self, seq_id: int, params: SamplingParams) -> None:
+    def new_sampler(self, seq_id: int, params: SamplingParams, grammar: Grammar | None = None) -> None:
+        """The sequence's sampler chain (penalties, then greedy or top-k / top-p / min-p /
+        temperature), and its grammar beside it (see sample)."""
+        self.free_sampler(seq_id)
+        if grammar is not None:
+            constraint = self._grammar_sampler(grammar)
+            if not constraint:
+                raise EngineError(
+                    "invalid_schema", "llama.cpp could not parse the grammar built from this request's schema or tools."
+                )
+            self._grammars[seq_id] = _Constraint(constraint, llama_cpp.llama_vocab_n_tokens(self.vocab))
         chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
         add = llama_cpp.llama_sampler_chain_add
-        if params.repeat_penalty != 1.0:
+        penalties = (params.repeat_penalty, params.frequency_penalty, params.presence_penalty)
+        if penalties != (1.0, 0.0, 0.0):
             n_vocab = llama_cpp.llama_vocab_n_tokens(self.vocab)
-            add(chain, llama_cpp.llama_sampler_init_penalties(n_vocab, 64, params.repeat_penalty, 0.0, 0.0))
+            add(chain, llama_cpp.llama_sampler_init_penalties(n_vocab, 64, *penalties))
         if params.temperature <= 0:
             add(chain, llama_cpp.llama_sampler_init_greedy())
         else:
@@ -210,16 +253,38 @@ class Runner:
             add(chain, llama_cpp.llama_sampler_init_temp(params.temperature))
             seed = params.seed if params.seed >= 0 else llama_cpp.LLAMA_DEFAULT_SEED
             add(chain, llama_cpp.llama_sampler_init_dist(seed))
-        self.free_sampler(seq_id)
         self._samplers[seq_id] = chain
+
+    def _grammar_sampler(self, grammar: Grammar):
+        text = grammar.text.encode()
+        if grammar.trigger is None:
+            return llama_cpp.llama_sampler_init_grammar(self.vocab, text, b"root")
+        patterns = (ctypes.c_char_p * 1)(grammar.trigger.encode())
+        return llama_cpp.llama_sampler_init_grammar_lazy_patterns(self.vocab, text, b"root", patterns, 1, None, 0)
 
     def free_sampler(self, seq_id: int) -> None:
         chain = self._samplers.pop(seq_id, None)
         if chain is not None:
             llama_cpp.llama_sampler_free(chain)
+        constraint = self._grammars.pop(seq_id, None)
+        if constraint is not None:
+            llama_cpp.llama_sampler_free(constraint.grammar)
 
     def sample(self, seq: Sequence, batch_index: int) -> int:
-        return int(llama_cpp.llama_sampler_sample(self._samplers[seq.seq_id], self.ctx, batch_index))
+        """The next token. Under a grammar, llama.cpp's own order (common_sampler): sample as if
+        free, keep the token when the grammar allows it, else sample again among the tokens it
+        allows; most tokens pass, so the grammar checks one token rather than the vocabulary."""
+        chain = self._samplers[seq.seq_id]
+        constraint = self._grammars.get(seq.seq_id)
+        if constraint is None:
+            return int(llama_cpp.llama_sampler_sample(chain, self.ctx, batch_index))
+        logits = llama_cpp.llama_get_logits_ith(self.ctx, batch_index)
+        token = constraint.pick(chain, logits, constrained=False)
+        if not constraint.allows(token):
+            token = constraint.pick(chain, logits, constrained=True)
+        llama_cpp.llama_sampler_accept(constraint.grammar, token)
+        llama_cpp.llama_sampler_accept(chain, token)
+        return token
 
     # --- execution ---------------------------------------------------------------------------
     def decode(self, step: Step) -> list[tuple[Sequence, int]]:

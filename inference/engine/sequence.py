@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from inference.engine.events import EngineEvent
 from inference.engine.timing import PhaseClock
+from inference.engine.tools import OutputSpec
 
 
 class SeqStatus(enum.Enum):
@@ -25,6 +26,8 @@ class SamplingParams:
     top_p: float = 0.95
     min_p: float = 0.05
     repeat_penalty: float = 1.1
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
     seed: int = -1
     stop: tuple[str, ...] = ()
     ignore_eos: bool = False  # benchmarks: always produce max_tokens
@@ -96,6 +99,7 @@ class Sequence:
     stop_filter: StopStringFilter | None = None
     stop_tokens: frozenset[int] = frozenset()
     raw_prompt: str | None = None  # tokenized as is, without the chat template (completions)
+    output: OutputSpec | None = None  # JSON or tool calls the answer must be (a grammar), else free text
     owner: object = None  # whose request (a user id): a cached prefix is reused by its owner only
     first_logits: object = None  # numpy array, kept only when the engine is asked to (tests)
     # The prompt, built by Engine.submit in the submitting thread (a Prompt, or the EngineError

@@ -109,6 +109,7 @@ def _answer(
     t_arrive_ns: int,
     client: str = "chat",
     raw_prompt: bool = False,
+    output: dict | None = None,
 ) -> Generation:
     """A queued answer to prompt under the conversation's settings, now the branch on show."""
     reply = Message.objects.create(conversation=conversation, parent=prompt, role=Message.Role.ASSISTANT, content="")
@@ -121,6 +122,7 @@ def _answer(
         message=reply,
         client=client[:32] or "api",
         raw_prompt=raw_prompt,
+        output=output or {},
         model_name=settings.HOMEAI_MODEL_PATH.name,
         max_tokens=max_tokens,
         sampling={**conversation.sampling(), **sampling},
@@ -133,9 +135,17 @@ def _answer(
 
 
 def generation_create_api(
-    *, user, client: str, messages: list[dict] | None = None, prompt: str | None = None, max_tokens=None, options=None
+    *,
+    user,
+    client: str,
+    messages: list[dict] | None = None,
+    prompt: str | None = None,
+    max_tokens=None,
+    options=None,
+    output: dict | None = None,
 ) -> Generation:
-    """An OpenAI-style request: its messages (or raw prompt) become an API conversation."""
+    """An API request (OpenAI's or Ollama's): its messages (or raw prompt) become an API
+    conversation; output says what the answer must be (engine.tools.OutputSpec.as_dict)."""
     if (messages is None) == (prompt is None):
         raise ClientError("bad_request", "Give either messages or a prompt.", field="messages")
     if prompt is not None:
@@ -171,6 +181,7 @@ def generation_create_api(
             t_arrive_ns=t_arrive_ns,
             client=client,
             raw_prompt=prompt is not None,
+            output=output,
         )
 
 

@@ -17,6 +17,8 @@ SAMPLING_RANGES = {
     "top_k": (int, 0, 1000),
     "min_p": (float, 0.0, 1.0),
     "repeat_penalty": (float, 0.5, 2.0),
+    "frequency_penalty": (float, -2.0, 2.0),
+    "presence_penalty": (float, -2.0, 2.0),
     "seed": (int, -1, 2**31 - 1),
 }
 MAX_STOPS = 4

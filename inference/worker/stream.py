@@ -20,6 +20,7 @@ from inference.engine.engine import Engine
 from inference.engine.events import DoneEvent, EngineEvent, ErrorEvent, PhaseEvent, TokenEvent
 from inference.engine.sequence import SamplingParams, Sequence
 from inference.engine.timing import PhaseClock, wall_to_perf_ns
+from inference.engine.tools import OutputSpec
 from inference.metrics import record_generation
 from inference.models import Generation, Message
 from inference.worker import registry, runtime
@@ -98,6 +99,7 @@ def _run(generation_id: int) -> None:
             params=sampling_params(generation),
             clock=PhaseClock(t_arrive=wall_to_perf_ns(generation.t_arrive_ns)),
             owner=generation.user_id,
+            output=OutputSpec.from_dict(generation.output),
         )
         if generation.raw_prompt:
             seq.raw_prompt = seq.messages[-1]["content"]

@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from tests.inference.api.test_openai_api import MODEL, _post, api, api_key  # noqa: F401 - fixtures
+from tests.inference.api.test_openai_api import MODEL, _post
 from tests.support import of_type
 
 pytestmark = [pytest.mark.integration]
@@ -87,7 +87,7 @@ def hostile_body(rng: random.Random) -> bytes:
     return json.dumps(body).encode()
 
 
-def test_random_hostile_bodies_get_a_4xx_error_object_and_never_a_5xx(api, api_key, live_server_url):  # noqa: F811
+def test_random_hostile_bodies_get_a_4xx_error_object_and_never_a_5xx(api, api_key, live_server_url):
     rng = random.Random(20261130)
     statuses: dict[int, int] = {}
     with httpx.Client(base_url=live_server_url, timeout=180) as client:
@@ -109,8 +109,8 @@ def test_random_hostile_bodies_get_a_4xx_error_object_and_never_a_5xx(api, api_k
 
 
 def test_a_body_of_twenty_thousand_messages_is_refused_at_once_and_the_chat_beside_it_flows(
-    api,  # noqa: F811 - the fixture imported above
-    api_key,  # noqa: F811
+    api,
+    api_key,
     live_server_url,
     make_user,
     connect,

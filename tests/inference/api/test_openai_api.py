@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import io
 import json
 
 import httpx
 import openai
 import pytest
 from django.conf import settings
-from django.core.management import call_command
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -26,20 +24,6 @@ pytestmark = [pytest.mark.integration]
 LONG_PROMPT = "Count from one to three hundred, writing every number in words, separated by commas."
 COUNTING = "1, 2, 3, 4, 5, 6, 7,"
 MODEL = settings.HOMEAI_MODEL_PATH.name
-
-
-@pytest.fixture
-def api_key(make_user) -> str:
-    make_user("ada")
-    out = io.StringIO()
-    call_command("create_api_key", "ada", "--name", "tests", stdout=out)
-    return out.getvalue().strip()
-
-
-@pytest.fixture
-def api(live_server_url, worker, settled, api_key) -> openai.OpenAI:
-    """The official client, pointed at the live server with a real key."""
-    return openai.OpenAI(base_url=live_server_url + "/v1", api_key=api_key, max_retries=0, timeout=180)
 
 
 def _post(live_server_url: str, path: str, key: str | None, body, **headers) -> httpx.Response:
@@ -183,7 +167,7 @@ BAD_BODIES = [
     ("/v1/chat/completions", "{not json", 400, None, "invalid_json"),
     ("/v1/chat/completions", "[1, 2]", 400, None, "invalid_json"),
     ("/v1/chat/completions", {"model": MODEL}, 400, "messages", "invalid_type"),
-    ("/v1/chat/completions", {"messages": [{"role": "tool", "content": "x"}]}, 400, "messages[0].role", None),
+    ("/v1/chat/completions", {"messages": [{"role": "robot", "content": "x"}]}, 400, "messages[0].role", None),
     (
         "/v1/chat/completions",
         {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 0},

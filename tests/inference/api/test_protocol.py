@@ -32,7 +32,7 @@ def test_a_chat_body_becomes_a_request_with_its_sampling_options():
     ("body", "param"),
     [
         ({"messages": []}, "messages"),
-        ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0].role"),
+        ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
         ({"messages": [{"role": "user", "content": "hi"}], "n": 2}, "n"),
         ({"messages": [{"role": "user", "content": "hi"}], "stream": "yes"}, "stream"),
         ({"messages": [{"role": "user", "content": "hi"}], "max_tokens": "5"}, "max_tokens"),

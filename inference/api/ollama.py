@@ -1,0 +1,320 @@
+"""The Ollama wire format: /api/chat and /api/generate bodies in; NDJSON lines, whole answers,
+model lists and errors out, with Ollama's field names.
+
+Pure functions and data (no database, no I/O), like protocol.py, whose checks they share: the two
+APIs differ in their shapes, not in what a request may ask.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.http import JsonResponse
+
+from inference.api.protocol import (
+    ApiError,
+    bad_request,
+    check_model,
+    check_schema,
+    output_spec,
+    parse_messages,
+    parse_tools,
+    tool_choice,
+)
+from inference.engine.tools import OutputSpec, parse_calls
+
+# What /api/version answers: the Ollama release whose API (docs/api.md) this server speaks.
+# Clients compare it to the version a feature needs (structured outputs came in 0.5.0).
+VERSION = "0.12.0"
+LISTING = "GET /api/tags"
+
+SAMPLING = ("temperature", "top_p", "top_k", "min_p", "seed", "stop", "repeat_penalty")
+PENALTIES = ("frequency_penalty", "presence_penalty")
+# Options that set up the runner (context, threads, GPU, memory) rather than the answer: this
+# server's own settings decide those, and the options are ignored, as Ollama ignores unknown ones.
+# repeat_last_n and penalize_newline tune penalties slightly; tfs_z is gone from llama.cpp.
+IGNORED_OPTIONS = frozenset(
+    {
+        "num_ctx",
+        "num_batch",
+        "num_gpu",
+        "main_gpu",
+        "low_vram",
+        "f16_kv",
+        "logits_all",
+        "vocab_only",
+        "use_mmap",
+        "use_mlock",
+        "embedding_only",
+        "num_thread",
+        "numa",
+        "num_keep",
+        "repeat_last_n",
+        "penalize_newline",
+        "tfs_z",
+    }
+)
+# Options that would change the answer and that this server cannot honour: refused by name.
+REFUSED_OPTIONS = {"mirostat": 0, "typical_p": 1.0}
+
+
+@dataclass
+class OllamaRequest:
+    """A validated /api/chat or /api/generate body."""
+
+    chat: bool
+    model: str
+    messages: list[dict] | None = None
+    prompt: str | None = None  # /api/generate with raw=true: the text as is, no chat template
+    max_tokens: int | None = None
+    options: dict = field(default_factory=dict)
+    stream: bool = True
+    output: OutputSpec | None = None
+    # No messages, or an empty prompt: Ollama's way to load (keep_alive=0: unload) a model.
+    load_only: str | None = None
+
+    @property
+    def tools(self) -> bool:
+        return bool(self.output and self.output.tools)
+
+
+def _options(data: dict) -> tuple[dict, int | None]:
+    """Sampling options for the engine, and num_predict as max_tokens."""
+    options = data.get("options")
+    if options is None:
+        return {}, None
+    if not isinstance(options, dict):
+        raise bad_request('options must be an object, e.g. {"temperature": 0.2}.', "options", "invalid_type")
+    out = {}
+    for name, value in options.items():
+        if value is None or name in IGNORED_OPTIONS or name == "tool_choice":
+            continue
+        if name in REFUSED_OPTIONS:
+            if value != REFUSED_OPTIONS[name]:
+                raise bad_request(f"options.{name} is not supported by this server.", name, "unsupported_parameter")
+            continue
+        if name in SAMPLING or (name in PENALTIES and value != 0):
+            out[name] = value
+    return out, _num_predict(options.get("num_predict"))
+
+
+def _num_predict(value) -> int | None:
+    """num_predict: -1 (no limit) and -2 (fill the context) are this server's limit, as is any
+    larger number (clients send their own defaults, and the server's limit is the last word)."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value == 0 or value < -2:
+        raise bad_request("options.num_predict must be a positive whole number, -1 or -2.", "num_predict")
+    return settings.HOMEAI_MAX_TOKENS_LIMIT if value < 0 else min(value, settings.HOMEAI_MAX_TOKENS_LIMIT)
+
+
+def _format(data: dict) -> dict | None:
+    value = data.get("format")
+    if value is None or value == "":
+        return None
+    if value == "json":
+        return {"type": "object"}
+    if isinstance(value, dict):
+        return check_schema(value, "format")
+    raise bad_request('format must be "json" or a JSON schema.', "format")
+
+
+def _refuse(data: dict, names: tuple[str, ...]) -> None:
+    """Fields that would change the answer and cannot be honoured, when set."""
+    reasons = {
+        "think": "This model does not think before answering: think must be false or left out.",
+        "logprobs": "Log probabilities are not supported by this server.",
+        "images": "This model reads text only: images are not supported.",
+        "suffix": "suffix (fill-in-the-middle) is not supported.",
+        "template": "A prompt template of the request's own is not supported: the model's chat template is used.",
+        "context": "context (the deprecated token history) is not supported: send the conversation to /api/chat.",
+    }
+    for name in names:
+        if data.get(name):
+            raise bad_request(reasons[name], name, "unsupported_parameter")
+
+
+def _stream(data: dict) -> bool:
+    stream = data.get("stream", True)
+    if stream is None:
+        return True
+    if not isinstance(stream, bool):
+        raise bad_request("stream must be true or false.", "stream", "invalid_type")
+    return stream
+
+
+def _content(value, index: int) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise bad_request(f"messages[{index}].content must be a string.", f"messages[{index}].content")
+    return value
+
+
+def _load_only(data: dict) -> str:
+    return "unload" if data.get("keep_alive") in (0, "0", "0s", "0m") else "load"
+
+
+def parse_chat(data: dict, *, models: list[str]) -> OllamaRequest:
+    """Check an /api/chat body (HomeAI also reads tool_choice, from the body or options: Ollama's
+    API has none, and a small model rarely calls a tool unless made to)."""
+    model = check_model(data, models, LISTING)
+    _refuse(data, ("think", "logprobs"))
+    stream = _stream(data)
+    options, max_tokens = _options(data)
+    messages = data.get("messages")
+    if messages is None or messages == []:
+        return OllamaRequest(chat=True, model=model, stream=stream, load_only=_load_only(data))
+    for i, message in enumerate(messages if isinstance(messages, list) else ()):
+        if isinstance(message, dict) and message.get("images"):
+            raise bad_request("This model reads text only: images are not supported.", f"messages[{i}].images")
+    tools = parse_tools(data)
+    choice = data.get("tool_choice") or (data.get("options") or {}).get("tool_choice")
+    return OllamaRequest(
+        chat=True,
+        model=model,
+        messages=parse_messages(data, content=_content),
+        max_tokens=max_tokens,
+        options=options,
+        stream=stream,
+        output=output_spec(_format(data), tools, tool_choice(choice, tools), None),
+    )
+
+
+def parse_generate(data: dict, *, models: list[str]) -> OllamaRequest:
+    """Check an /api/generate body: a prompt (and system), through the chat template unless raw."""
+    model = check_model(data, models, LISTING)
+    _refuse(data, ("think", "logprobs", "images", "suffix", "template", "context"))
+    stream = _stream(data)
+    options, max_tokens = _options(data)
+    prompt, system = data.get("prompt"), data.get("system")
+    if prompt is None or prompt == "":
+        return OllamaRequest(chat=False, model=model, stream=stream, load_only=_load_only(data))
+    if not isinstance(prompt, str):
+        raise bad_request("prompt must be a string.", "prompt", "invalid_type")
+    if system is not None and not isinstance(system, str):
+        raise bad_request("system must be a string.", "system", "invalid_type")
+    raw = data.get("raw") is True
+    messages = None
+    if not raw:
+        messages = ([{"role": "system", "content": system}] if system and system.strip() else []) + [
+            {"role": "user", "content": prompt}
+        ]
+    return OllamaRequest(
+        chat=False,
+        model=model,
+        messages=messages,
+        prompt=prompt if raw else None,
+        max_tokens=max_tokens,
+        options=options,
+        stream=stream,
+        output=output_spec(_format(data), (), "auto", None),
+    )
+
+
+# --- responses --------------------------------------------------------------------------------
+
+
+def created_at() -> str:
+    """Ollama's timestamps: RFC 3339 in UTC."""
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _ns(ms: float | None) -> int:
+    return round((ms or 0.0) * 1_000_000)
+
+
+def durations(metrics: dict) -> dict:
+    """Our measured phases in Ollama's names, in nanoseconds (docs/api.md says which is which):
+    total = arrival to last token (queue included); prompt_eval = the prompt tokens evaluated
+    (a reused cached prefix is not) and the prefill span; eval = the answer's tokens and the
+    time from the end of prefill to the last of them."""
+    prompt_n = max((metrics.get("prompt_tokens") or 0) - (metrics.get("cached_tokens") or 0), 0)
+    return {
+        "total_duration": _ns(metrics.get("e2e_ms")),
+        "load_duration": _ns(metrics.get("load_ms")),
+        "prompt_eval_count": prompt_n,
+        "prompt_eval_duration": _ns(metrics.get("prefill_ms")),
+        "eval_count": metrics.get("output_tokens") or 0,
+        "eval_duration": _ns((metrics.get("first_token_ms") or 0.0) + (metrics.get("decode_ms") or 0.0)),
+    }
+
+
+def done_reason(done: dict) -> str:
+    reason = (done.get("metrics") or {}).get("finish_reason")
+    return "length" if reason == "length" else "stop"
+
+
+def ollama_tool_calls(calls: list[dict]) -> list[dict]:
+    return [{"function": {"index": i, "name": c["name"], "arguments": c["arguments"]}} for i, c in enumerate(calls)]
+
+
+def line(data: dict) -> bytes:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+class OllamaWire:
+    """An answer in Ollama's shapes: one object, or NDJSON lines ending with "done": true."""
+
+    content_type = "application/x-ndjson"
+    keepalive = None  # a blank line is not JSON: Ollama's clients would fail on it
+
+    def __init__(self, req: OllamaRequest):
+        self.req = req
+
+    def _piece(self, text: str, *, calls: list[dict] | None = None, done: dict | None = None) -> dict:
+        out: dict = {"model": self.req.model, "created_at": created_at()}
+        if self.req.chat:
+            message: dict = {"role": "assistant", "content": text}
+            if calls:
+                message["tool_calls"] = ollama_tool_calls(calls)
+            out["message"] = message
+        else:
+            out["response"] = text
+        out["done"] = done is not None
+        if done is not None:
+            out["done_reason"] = done_reason(done)
+            out.update(durations(done.get("metrics") or {}))
+            if done.get("status") == "cancelled":
+                out["homeai_status"] = "cancelled"
+        return out
+
+    def start(self) -> bytes:
+        return b""
+
+    def text(self, piece: str) -> bytes:
+        return line(self._piece(piece))
+
+    def end(self, done: dict, rest: str, calls: list[dict]) -> bytes:
+        out = [line(self._piece(rest))] if rest else []
+        if calls:
+            out.append(line(self._piece("", calls=calls)))
+        out.append(line(self._piece("", done=done)))
+        return b"".join(out)
+
+    def error(self, exc: ApiError) -> bytes:
+        return line({"error": exc.message})
+
+    def body(self, text: str, done: dict) -> dict:
+        content, calls = parse_calls(text) if self.req.tools else (text, [])
+        return self._piece(content, calls=calls, done=done)
+
+    def error_response(self, exc: ApiError) -> JsonResponse:
+        return error_response(exc)
+
+    def loaded(self) -> dict:
+        """The answer to a load (or unload) request: no text, done at once."""
+        piece = self._piece("")
+        piece.update(done=True, done_reason=self.req.load_only)
+        return piece
+
+
+def error_response(exc: ApiError) -> JsonResponse:
+    """Ollama's error shape: {"error": "..."} with the status."""
+    response = JsonResponse({"error": exc.message}, status=exc.status)
+    if exc.status == 503:
+        response["Retry-After"] = "5"
+    return response

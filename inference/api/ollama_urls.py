@@ -1,0 +1,16 @@
+"""/api/: Ollama's API."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from inference.api import ollama_views
+
+urlpatterns = [
+    path("chat", ollama_views.chat, name="ollama_chat"),
+    path("generate", ollama_views.generate, name="ollama_generate"),
+    path("tags", ollama_views.tags, name="ollama_tags"),
+    path("ps", ollama_views.ps, name="ollama_ps"),
+    path("show", ollama_views.show, name="ollama_show"),
+    path("version", ollama_views.version, name="ollama_version"),
+]

@@ -1,0 +1,167 @@
+"""Ollama's API (/api/*): chat and generate take the same path as /v1 (a queued Generation, a
+worker's engine, the dashboard), and the model endpoints Ollama's clients look for."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
+
+from inference import model_library
+from inference.api import ollama
+from inference.api.auth import ollama_user
+from inference.api.protocol import ApiError, check_model
+from inference.api.views import queue_answer, read_body, respond, serving_state
+from inference.gguf_header import read_header
+from inference.models import EngineConfig
+from inference.worker import registry
+
+NEVER = "9999-12-31T23:59:59Z"  # /api/ps's expires_at: a worker keeps its model until it is told otherwise
+
+
+def _not_allowed(method: str) -> JsonResponse:
+    response = ollama.error_response(ApiError(405, f"Use {method} for this endpoint."))
+    response["Allow"] = method
+    return response
+
+
+async def _answer(request: HttpRequest, parse) -> HttpResponse:
+    if request.method != "POST":
+        return _not_allowed("POST")
+
+    def accept():
+        user, req, generation = queue_answer(request, lambda data, models: parse(data, models=models), keyless=True)
+        wire = ollama.OllamaWire(req)
+        if generation is None:
+            return JsonResponse(wire.loaded())
+        return user, generation, wire, req.stream, req.tools
+
+    return await respond(accept, errors=ollama.error_response)
+
+
+@csrf_exempt
+async def chat(request: HttpRequest) -> HttpResponse:
+    return await _answer(request, ollama.parse_chat)
+
+
+@csrf_exempt
+async def generate(request: HttpRequest) -> HttpResponse:
+    return await _answer(request, ollama.parse_generate)
+
+
+# --- models -----------------------------------------------------------------------------------
+
+
+def _parameter_size(n: int) -> str:
+    return f"{n / 1e9:.1f}B" if n >= 1e9 else f"{round(n / 1e6)}M"
+
+
+def _described(name: str) -> tuple[model_library.ModelFile | None, dict]:
+    """The model file's library entry and Ollama's description of a model (/api/tags' items)."""
+    path = settings.MODELS_DIR / name
+    info = model_library.inspect(path) if path.is_file() else None
+    stat = path.stat() if info else None
+    modified = datetime.datetime.fromtimestamp(stat.st_mtime, datetime.UTC) if stat else None
+    # Ollama's digest is its blob's sha256; hashing gigabytes per listing is not worth it, so this
+    # one names the file's identity (name, size, time) instead: it changes when the file does.
+    identity = f"{name}:{stat.st_size}:{stat.st_mtime_ns}" if stat else name
+    family = info.architecture if info else ""
+    return info, {
+        "name": name,
+        "model": name,
+        "modified_at": modified.isoformat().replace("+00:00", "Z") if modified else None,
+        "size": info.size_bytes if info else 0,
+        "digest": hashlib.sha256(identity.encode()).hexdigest(),
+        "details": {
+            "parent_model": "",
+            "format": "gguf",
+            "family": family,
+            "families": [family] if family else [],
+            "parameter_size": _parameter_size(info.n_params) if info else "",
+            "quantization_level": info.quantization if info else "",
+        },
+    }
+
+
+def _tags() -> dict:
+    return {"models": [_described(name)[1] for name in serving_state().models]}
+
+
+def _running() -> dict:
+    """The models workers hold loaded now (each once)."""
+    loaded = []
+    for status in registry.live_workers().values():
+        if status.get("loaded") and status.get("model") and status["model"] not in loaded:
+            loaded.append(status["model"])
+    context = EngineConfig.current().context or settings.HOMEAI_CONTEXT
+    models = []
+    for name in loaded:
+        _, item = _described(name)
+        models.append({**item, "expires_at": NEVER, "size_vram": 0, "context_length": context})
+    return {"models": models}
+
+
+def _show(request: HttpRequest) -> dict:
+    data = read_body(request)
+    if "model" not in data and "name" in data:  # older clients name it `name`
+        data["model"] = data["name"]
+    name = check_model(data, serving_state().accepted, ollama.LISTING)
+    info, item = _described(name)
+    template, model_info = "", {}
+    if info is not None and info.usable:
+        meta = read_header(info.path).metadata
+        template = meta.get("tokenizer.chat_template") or ""
+        model_info = {
+            key: value
+            for key, value in meta.items()
+            if isinstance(value, str | int | float | bool) and key != "tokenizer.chat_template"
+        }
+    return {
+        "modelfile": f"FROM {name}\n",
+        "parameters": "",
+        "template": template if isinstance(template, str) else "",
+        "details": item["details"],
+        "model_info": model_info,
+        # Tools work with any model here: a grammar makes the call parse (engine/grammar.py).
+        "capabilities": ["completion", "tools"],
+        "modified_at": item["modified_at"],
+    }
+
+
+async def _read(request: HttpRequest, method: str, build) -> HttpResponse:
+    if request.method != method:
+        return _not_allowed(method)
+    try:
+        await ollama_user(request)
+        return JsonResponse(await database_sync_to_async(build)())
+    except ApiError as exc:
+        return ollama.error_response(exc)
+
+
+@csrf_exempt
+@never_cache
+async def tags(request: HttpRequest) -> HttpResponse:
+    return await _read(request, "GET", _tags)
+
+
+@csrf_exempt
+@never_cache
+async def ps(request: HttpRequest) -> HttpResponse:
+    return await _read(request, "GET", _running)
+
+
+@csrf_exempt
+@never_cache
+async def show(request: HttpRequest) -> HttpResponse:
+    return await _read(request, "POST", lambda: _show(request))
+
+
+@never_cache
+def version(request: HttpRequest) -> HttpResponse:
+    """Open to all, as Ollama's is: clients ask it before anything else to tell a server is there."""
+    return JsonResponse({"version": ollama.VERSION})
