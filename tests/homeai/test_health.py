@@ -57,3 +57,12 @@ def test_redis_down_is_503_and_its_error_text_is_for_staff_only(db, monkeypatch)
     client = Client()
     client.force_login(staff)
     assert "10.0.0.7" in client.get("/healthz/web").json()["redis"]["error"]
+
+
+def test_health_answers_as_llama_cpps_server_does(db, one_worker, monkeypatch):
+    assert Client().get("/health").json() == {"status": "ok"}
+    monkeypatch.setattr(registry, "live_workers", lambda: {})
+    response = Client().get("/health")
+    error = response.json()["error"]
+    assert response.status_code == 503 and error["code"] == 503 and error["type"] == "unavailable_error"
+    assert "No inference worker is running" in error["message"]

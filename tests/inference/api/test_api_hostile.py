@@ -11,6 +11,7 @@ import time
 import httpx
 import pytest
 
+from inference.models import Generation
 from tests.inference.api.test_openai_api import MODEL, _post
 from tests.support import of_type
 
@@ -155,3 +156,34 @@ def test_a_body_of_twenty_thousand_messages_is_refused_at_once_and_the_chat_besi
     gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
     # The issue's bar: the chat's largest gap stays under 2 s (its tokens come every ~10-50 ms).
     assert max(gaps) < 2.0, f"largest gap {max(gaps):.2f} s over {len(of_type(events, 'generation.token'))} tokens"
+
+
+def ollama_body(rng: random.Random) -> bytes:
+    """A hostile /api/chat or /api/generate body; its num_predict is always refused, so none is answered."""
+    base = hostile_body(rng) if rng.random() < 0.9 else b"{}"
+    try:
+        raw = json.loads(base)
+    except (ValueError, RecursionError):
+        return base  # not JSON at all, or nested too deeply to read
+    if not isinstance(raw, dict):
+        return base
+    for name in rng.sample(["format", "tools", "tool_choice", "think", "images", "raw", "system", "keep_alive"], 3):
+        raw[name] = rng.choice(JUNK)
+    options = rng.choice([{}, *(j for j in JUNK if j is not None and j != {})]) if rng.random() < 0.3 else {}
+    if isinstance(options, dict):
+        options["num_predict"] = rng.choice([0, -5, "5", [], {}, True, 1.5])
+    raw["options"] = options  # a dict with a bad num_predict, or not a dict: refused either way
+    return json.dumps(raw).encode()
+
+
+def test_random_hostile_bodies_on_the_ollama_api_never_get_a_5xx_nor_an_answer(api, api_key, live_server_url):
+    rng = random.Random(20261201)
+    before = Generation.objects.count()
+    with httpx.Client(base_url=live_server_url, timeout=180) as client:
+        for _ in range(BODIES // 4):
+            path = rng.choice(["/api/chat", "/api/generate"])
+            response = client.post(path, content=ollama_body(rng), headers={"Authorization": f"Bearer {api_key}"})
+            assert response.status_code < 500, (path, response.status_code, response.text[:300])
+            body = response.json()
+            assert response.status_code == 200 or isinstance(body["error"], str), (path, response.text[:300])
+    assert Generation.objects.count() == before
