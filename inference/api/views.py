@@ -1,9 +1,11 @@
-"""OpenAI-compatible endpoints (/v1/models, /v1/chat/completions, /v1/completions) and /metrics.
+"""OpenAI-compatible endpoints (/v1/models, /v1/chat/completions, /v1/completions), llama.cpp's
+/props and /slots, /metrics, and the answer's path that Ollama's API (ollama_views) shares.
 
 Requests run like chat messages: a queued Generation, a Celery task, the worker's engine.
 The view listens on the answer's own channel-layer group (subscribed before the task is
-sent) and turns its events into an OpenAI response or an SSE stream. A client that goes
-away cancels its answer, so a closed tab or a killed script frees its engine slot.
+sent) and hands its events to a wire that writes them in its API's shapes (an OpenAI response
+or SSE stream, an Ollama object or NDJSON). A client that goes away cancels its answer, so a
+closed tab or a killed script frees its engine slot.
 """
 
 from __future__ import annotations
