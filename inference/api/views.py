@@ -80,20 +80,21 @@ def queue_answer(request: HttpRequest, parse, *, keyless: bool = False) -> tuple
 
     parse(data, models) checks the body in its API's terms (protocol.parse_request,
     ollama.parse_chat, ...). The order is OpenAI's: a bad key is a 401 whatever the body, a bad
-    body a 400, an unknown model a 404. No row for an Ollama load request (nothing to answer).
+    body a 400, an unknown model a 404, no worker a 503. No row for an Ollama load request
+    (there is nothing to answer).
     """
     user = authenticate(request, keyless=keyless)
     data = read_body(request)
     state = serving_state()
     req = parse(data, state.accepted)
-    if getattr(req, "load_only", None):
-        return user, req, None
     if not state.workers:
         raise ApiError(
             503,
             "No worker is running, so nothing can write the answer. Start one (make run starts one), then retry.",
             code="no_worker",
         )
+    if getattr(req, "load_only", None):
+        return user, req, None
     try:
         generation = generations.generation_create_api(
             user=user,

@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.integration]
 
 def test_every_schema_constrained_answer_parses_and_validates():
     result = run(
-        StructuredConfig(model_path=settings.BUNDLED_CHAT_MODEL_PATH, n=2 * len(TASKS), threads=2), log=lambda _: None
+        StructuredConfig(model_path=settings.BUNDLED_CHAT_MODEL_PATH, n=2 * len(TASKS), threads=1), log=lambda _: None
     )
     assert result["valid"] == result["n"], result["failures"]
     assert set(result["per_task"]) == {name for name, _, _ in TASKS}
