@@ -3,11 +3,25 @@ and what it does last: close when its session signs out, or its person signs out
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.utils import translation
 
 from inference import broadcast, watchdog
 
 SIGNED_OUT = 4401  # the close code for "sign in again" (the page's reconnect loop stops on it)
+
+
+def scope_language(scope) -> str:
+    """The language a page's socket speaks: as LocaleMiddleware picks it for the page (the
+    language cookie, then Accept-Language, then LANGUAGE_CODE)."""
+    headers = dict(scope.get("headers") or [])
+    request = SimpleNamespace(
+        COOKIES=scope.get("cookies") or {},
+        META={"HTTP_ACCEPT_LANGUAGE": headers.get(b"accept-language", b"").decode("latin-1")},
+    )
+    return translation.get_language_from_request(request)
 
 
 class SignedInGroupConsumer(AsyncJsonWebsocketConsumer):
@@ -22,6 +36,7 @@ class SignedInGroupConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=SIGNED_OUT)
             return
         self.user = user
+        self.language = scope_language(self.scope)
         self.group = self.group_for(user)
         session = self.scope.get("session")
         self.session_key = session.session_key if session else None

@@ -7,6 +7,7 @@ import json
 import logging
 
 from channels.db import database_sync_to_async
+from django.utils import translation
 
 from homeai.sockets import SignedInGroupConsumer
 from inference import broadcast, events, selectors
@@ -38,7 +39,8 @@ class ChatConsumer(SignedInGroupConsumer):
                     f"Unknown message type {str(shown)[:40]!r}; expected one of {', '.join(handlers)}.",
                     field="type",
                 )
-            await handler(content)
+            with translation.override(self.language):  # the sentences a refusal carries
+                await handler(content)
         except ClientError as exc:
             await self.send_json(events.client_error(exc))
         except Exception:

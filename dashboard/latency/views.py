@@ -149,6 +149,7 @@ def request_detail(request: HttpRequest, generation_id: int) -> HttpResponse:
     context = {
         **detail,
         "arrived": datetime.fromtimestamp(row["t_arrive"], UTC),
+        "status_label": text.STATUS_LABELS.get(row["status"], row["status"]),
         "segments": [
             {"phase": phase, "label": text.PHASE_LABELS[phase], "ms": ms, "pct": 100 * ms / total}
             for phase, ms in segments
