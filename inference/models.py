@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import pgettext_lazy
 
 from inference.engine.timing import phase_ms
 
@@ -196,9 +197,9 @@ class Preset(ChatSettings):
     """A person's own named chat settings; the built-in ones are BUILTIN, constants, not rows."""
 
     BUILTIN = {
-        "precise": {"name": "Precise", "temperature": 0.2, "top_p": 0.9},
-        "balanced": {"name": "Balanced", "temperature": 0.7, "top_p": 0.95},
-        "creative": {"name": "Creative", "temperature": 1.0, "top_p": 0.98},
+        "precise": {"name": pgettext_lazy("preset", "Precise"), "temperature": 0.2, "top_p": 0.9},
+        "balanced": {"name": pgettext_lazy("preset", "Balanced"), "temperature": 0.7, "top_p": 0.95},
+        "creative": {"name": pgettext_lazy("preset", "Creative"), "temperature": 1.0, "top_p": 0.98},
     }
     NAME_CHARS = 60
 

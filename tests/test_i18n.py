@@ -17,13 +17,14 @@ ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
 LOCALE = ROOT / "locale"
 LOCALES = ("ko", "pt_BR")
-DOMAINS = ("django",)
+DOMAINS = ("django", "djangojs")
 
 HOLE = " "  # where a template tag or variable stood
 # Blocks that hold class names, not words.
 CLASS_BLOCKS = {"body_class"}
 # Words that read the same in every language here: the name, units and acronyms.
 SAME_EVERYWHERE = {"HomeAI", "ms", "tok/s", "TTFT", "CPU", "GPU", "CSV", "JSON", "API", "GGUF", "p50", "p90", "p99"}
+KEYS = {"Ctrl", "Shift", "Enter", "Esc"}  # named as the keyboard prints them
 # Attributes a person reads (or hears, with a screen reader).
 READ_ATTRIBUTES = {"title", "placeholder", "aria-label", "alt", "data-confirm", "label"}
 # Elements whose text is code, keys or data, not words.

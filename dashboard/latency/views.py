@@ -53,7 +53,11 @@ def _row_steps(row: dict | None) -> list[dict]:
 
 def page_config() -> dict:
     """What the dashboard's script reads rather than mirrors: the timeline's phases and cut, the active statuses."""
-    return {"timeline": figures.timeline_config(), "active": [str(status) for status in Generation.ACTIVE]}
+    return {
+        "timeline": figures.timeline_config(),
+        "active": [str(status) for status in Generation.ACTIVE],
+        "status_labels": {status: str(label) for status, label in text.STATUS_LABELS.items()},
+    }
 
 
 def dashboard_payload(*, viewer, filters: payload.Filters, selected: int | None = None) -> dict:
