@@ -8,6 +8,7 @@ import logging
 
 from channels.db import database_sync_to_async
 from django.utils import translation
+from django.utils.translation import gettext_lazy
 
 from homeai.sockets import SignedInGroupConsumer
 from inference import broadcast, events, selectors
@@ -18,7 +19,7 @@ log = logging.getLogger(__name__)
 
 MAX_FRAME_BYTES = 1_000_000
 MAX_SYNC_IDS = 100
-INTERNAL_ERROR_MESSAGE = "Something went wrong with that message on the server; please try again."
+INTERNAL_ERROR_MESSAGE = gettext_lazy("Something went wrong with that message on the server; please try again.")
 
 
 class ChatConsumer(SignedInGroupConsumer):
@@ -41,12 +42,13 @@ class ChatConsumer(SignedInGroupConsumer):
                 )
             with translation.override(self.language):  # the sentences a refusal carries
                 await handler(content)
-        except ClientError as exc:
+        except ClientError as exc:  # a service's sentence is in the socket's language (the override above)
             await self.send_json(events.client_error(exc))
         except Exception:
             # A socket is never closed over one message: the person gets a sentence, the log the rest.
             log.exception("chat message failed")
-            await self.send_json(events.error(None, "internal_error", INTERNAL_ERROR_MESSAGE))
+            with translation.override(self.language):
+                await self.send_json(events.error(None, "internal_error", str(INTERNAL_ERROR_MESSAGE)))
 
     def _parse(self, text_data, bytes_data) -> dict:
         if text_data is None:
@@ -135,7 +137,7 @@ class ChatConsumer(SignedInGroupConsumer):
         for event in await database_sync_to_async(self._queued_events)(generation, branch, settings):
             await self.send_json(event)
         if not await database_sync_to_async(generations.generation_enqueue)(generation=generation):
-            await self.send_json(events.phase(generation.id, "notice", message=generations.QUEUE_DOWN_MESSAGE))
+            await self.send_json(events.phase(generation.id, "notice", message=str(generations.QUEUE_DOWN_MESSAGE)))
 
     def _queued_events(self, generation, branch: bool, settings: bool) -> list[dict]:
         conversation = generation.conversation

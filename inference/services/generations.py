@@ -10,7 +10,7 @@ import redis
 from django.conf import settings
 from django.db import transaction
 from django.utils import formats, timezone
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from inference import broadcast, events, redis_client, selectors
 from inference.errors import ClientError
@@ -72,7 +72,9 @@ def generation_regenerate(*, user, message_id, max_tokens=None, options=None) ->
     message = own_message(user=user, message_id=message_id)
     prompt = message.parent if message.role == Message.Role.ASSISTANT else message
     if prompt is None or message.role == Message.Role.SYSTEM:
-        raise ClientError("bad_request", "Pick an answer, or the message it answers, to regenerate.", field="message")
+        raise ClientError(
+            "bad_request", gettext("Pick an answer, or the message it answers, to regenerate."), field="message"
+        )
     max_tokens, sampling = _answer_options(max_tokens, options)
     _check_room(user)
     t_arrive_ns = time.time_ns()
@@ -86,7 +88,7 @@ def generation_edit(*, user, message_id, text, max_tokens=None, options=None) ->
     original, which stays (switchable)."""
     message = own_message(user=user, message_id=message_id)
     if message.role != Message.Role.USER:
-        raise ClientError("bad_request", "Only your own messages can be edited.", field="message")
+        raise ClientError("bad_request", gettext("Only your own messages can be edited."), field="message")
     text = validate_text(text)
     max_tokens, sampling = _answer_options(max_tokens, options)
     _check_room(user)
@@ -216,18 +218,23 @@ def _check_waiting_limit(user) -> None:
     waiting = queued.count()
     if waiting >= settings.HOMEAI_MAX_WAITING:
         raise ClientError(
-            "busy", f"The server is busy: {waiting} answers are already waiting. Please try again in a minute."
+            "busy",
+            gettext("The server is busy: %(n)s answers are already waiting. Please try again in a minute.")
+            % {"n": waiting},
         )
     own = queued.filter(user=user).count()
     if own >= settings.HOMEAI_MAX_WAITING_PER_USER:
         raise ClientError(
             "busy",
-            f"You already have {own} answers waiting, as many as one person may; "
-            "send this once one of them has started.",
+            gettext(
+                "You already have %(n)s answers waiting, as many as one person may; "
+                "send this once one of them has started."
+            )
+            % {"n": own},
         )
 
 
-QUEUE_DOWN_MESSAGE = (
+QUEUE_DOWN_MESSAGE = gettext_lazy(
     "The message queue is unreachable for the moment; this message is saved and will be answered as soon as it is back."
 )
 

@@ -29,9 +29,11 @@ def browser(live_server_url, monkeypatch):
     with sync_playwright() as p:
         chromium = launch_chromium(p)
 
-        def new_page(user=None, context=None):
+        def new_page(user=None, context=None, locale="en-US"):
             if context is None:
-                context = chromium.new_context(base_url=live_server_url, viewport={"width": 1280, "height": 860})
+                context = chromium.new_context(
+                    base_url=live_server_url, viewport={"width": 1280, "height": 860}, locale=locale
+                )
                 if user is not None:
                     context.add_cookies([{"name": "sessionid", "value": session_cookie(user), "url": live_server_url}])
             page = context.new_page()
@@ -111,13 +113,19 @@ def test_a_password_change_closes_the_other_sessions_socket_but_not_this_ones(br
     expect(phone_chat.locator("#connection-status")).to_have_attribute("data-state", "connected")
 
 
-def test_a_person_over_their_daily_limit_gets_the_message_and_no_answer_starts(browser, transactional_db):
+@pytest.mark.parametrize(
+    ("locale", "message"),
+    [("en-US", "You have used today's 1 answer."), ("ko-KR", "오늘의 답변 1개를 모두 사용했습니다.")],
+)
+def test_a_person_over_their_daily_limit_gets_the_message_and_no_answer_starts(
+    browser, locale, message, transactional_db
+):
     user = factories.user()
     Account.objects.create(user=user, answers_per_day=1)
     factories.finished_generation(user, prompt="Earlier", answer="Earlier answer", attempts=1)
-    page = browser(user)
+    page = browser(user, locale=locale)  # the socket's refusal comes in the page's language
     page.goto("/chat/")
     send(page, "One more, please?")
-    expect(page.locator("#error-banner")).to_contain_text("You have used today's 1 answer.")
+    expect(page.locator("#error-banner")).to_contain_text(message)
     expect(page.locator("#message-input")).to_have_value("One more, please?")  # given back to send tomorrow
     assert Generation.objects.count() == 1

@@ -62,3 +62,15 @@ def test_a_reset_link_lets_the_person_set_a_new_password_once(db):
     assert theirs.post(form_url, {"new_password1": new, "new_password2": new}).url == "/accounts/login/"
     assert Client().login(username="kid", password=new)
     assert b"no longer works" in Client().get(link, follow=True).content
+
+
+def test_staff_see_todays_use_per_person_on_the_dashboard_and_others_do_not(db):
+    client = staff_client()
+    kid = factories.user("kid")
+    factories.finished_generation(kid, prompt="Hi", answer="Hi there", prompt_tokens=120, output_tokens=8, attempts=1)
+    page = client.get("/dashboard/").content.decode()
+    table = re.search(r'<table class="data-table" id="usage-table">.*?</table>', page, re.S).group(0)
+    assert "kid" in table and "128" in table
+    theirs = Client()
+    theirs.force_login(kid)
+    assert 'id="usage-table"' not in theirs.get("/dashboard/").content.decode()
