@@ -12,10 +12,16 @@ from tests import factories
 from tests.dashboard.accounts.test_invites import staff_client
 
 
-def test_the_page_lists_everyone_with_todays_and_the_months_use(db):
-    client = staff_client()
+def kid_with_an_answer():
+    """A person with one answer today: 120 prompt and 8 output tokens."""
     kid = factories.user("kid")
     factories.finished_generation(kid, prompt="Hi", answer="Hi there", prompt_tokens=120, output_tokens=8, attempts=1)
+    return kid
+
+
+def test_the_page_lists_everyone_with_todays_and_the_months_use(db):
+    client = staff_client()
+    kid_with_an_answer()
     page = client.get("/people/").content.decode()
     row = re.search(r'<tr data-user="kid".*?</tr>', page, re.S).group(0)
     assert "1 answer" in row and "128 tokens" in row and "model time" in row
@@ -65,9 +71,7 @@ def test_a_reset_link_lets_the_person_set_a_new_password_once(db):
 
 
 def test_staff_see_todays_use_per_person_on_the_dashboard_and_others_do_not(db):
-    client = staff_client()
-    kid = factories.user("kid")
-    factories.finished_generation(kid, prompt="Hi", answer="Hi there", prompt_tokens=120, output_tokens=8, attempts=1)
+    client, kid = staff_client(), kid_with_an_answer()
     page = client.get("/dashboard/").content.decode()
     table = re.search(r'<table class="data-table" id="usage-table">.*?</table>', page, re.S).group(0)
     assert "kid" in table and "128" in table
