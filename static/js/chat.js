@@ -951,6 +951,7 @@
       // bad_request naming a generation complains about our chat.ttft, not about the answer.
       if (msg.code === "bad_request") console.warn("HomeAI:", msg.message);
       else if (gen && !FINISHED.has(gen.status)) {
+        if (typeof msg.text === "string") setText(gen, msg.text);  // what was saved: what a reload shows
         finish(gen, msg.code === "interrupted" ? "interrupted" : "error", null, msg.message);
       }
       return;

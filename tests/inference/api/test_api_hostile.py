@@ -132,8 +132,9 @@ def test_a_body_of_twenty_thousand_messages_is_refused_at_once_and_the_chat_besi
     fitted = {"model": MODEL, "max_tokens": 1, "messages": [{"role": "user", "content": "word " * 100}] * 999}
 
     def post_both() -> None:
+        # A full context's prefill on a busy 2-core box can take minutes: wait on the reply.
         for body in (huge, fitted):
-            replies.append(_post(live_server_url, "/v1/chat/completions", api_key, body))
+            replies.append(_post(live_server_url, "/v1/chat/completions", api_key, body, timeout=600))
 
     poster = threading.Thread(target=post_both)
     poster.start()
@@ -146,7 +147,8 @@ def test_a_body_of_twenty_thousand_messages_is_refused_at_once_and_the_chat_besi
             arrivals.append(time.monotonic())
         if event["type"] in ("generation.done", "generation.error"):
             break
-    poster.join(timeout=600)
+    poster.join(timeout=1200)
+    assert len(replies) == 2, "a request failed: see the captured exception above"
 
     assert events[-1]["type"] == "generation.done" and events[-1]["metrics"]["output_tokens"] == 200
     refused, answered = replies

@@ -42,12 +42,12 @@ def api(live_server_url, worker, settled, api_key) -> openai.OpenAI:
     return openai.OpenAI(base_url=live_server_url + "/v1", api_key=api_key, max_retries=0, timeout=180)
 
 
-def _post(live_server_url: str, path: str, key: str | None, body, **headers) -> httpx.Response:
+def _post(live_server_url: str, path: str, key: str | None, body, timeout: float = 180, **headers) -> httpx.Response:
     if key:
         headers["Authorization"] = f"Bearer {key}"
     content = body if isinstance(body, (str, bytes)) else json.dumps(body)
     headers.setdefault("Content-Type", "application/json")
-    return httpx.post(live_server_url + path, content=content, headers=headers, timeout=180)
+    return httpx.post(live_server_url + path, content=content, headers=headers, timeout=timeout)
 
 
 def test_the_key_from_the_command_lists_the_configured_model(api, api_key):
