@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.shortcuts import redirect
 
 # Machine clients (API, Prometheus, health checks) get their own answers, never a redirect.
-EXEMPT_PREFIXES = ("/setup/", "/static/", "/healthz", "/v1/", "/metrics")
+EXEMPT_PREFIXES = ("/setup/", "/static/", "/i18n/", "/healthz", "/v1/", "/metrics")
 
 
 class FirstRunMiddleware:

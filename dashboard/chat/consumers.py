@@ -8,6 +8,8 @@ import json
 import logging
 
 from channels.db import database_sync_to_async
+from django.utils import translation
+from django.utils.translation import gettext_lazy
 
 from homeai.sockets import SignedInGroupConsumer
 from inference import broadcast, events, selectors
@@ -19,7 +21,7 @@ log = logging.getLogger(__name__)
 MAX_FRAME_BYTES = 1_000_000
 MAX_SYNC_IDS = 100
 OTHER_TABS_TIMEOUT_S = 2.0
-INTERNAL_ERROR_MESSAGE = "Something went wrong with that message on the server; please try again."
+INTERNAL_ERROR_MESSAGE = gettext_lazy("Something went wrong with that message on the server; please try again.")
 
 
 class ChatConsumer(SignedInGroupConsumer):
@@ -40,13 +42,15 @@ class ChatConsumer(SignedInGroupConsumer):
                     f"Unknown message type {str(shown)[:40]!r}; expected one of {', '.join(handlers)}.",
                     field="type",
                 )
-            await handler(content)
-        except ClientError as exc:
+            with translation.override(self.language):  # the sentences a refusal carries
+                await handler(content)
+        except ClientError as exc:  # a service's sentence is in the socket's language (the override above)
             await self.send_json(events.client_error(exc))
         except Exception:
             # A socket is never closed over one message: the person gets a sentence, the log the rest.
             log.exception("chat message failed")
-            await self.send_json(events.error(None, "internal_error", INTERNAL_ERROR_MESSAGE))
+            with translation.override(self.language):
+                await self.send_json(events.error(None, "internal_error", str(INTERNAL_ERROR_MESSAGE)))
 
     def _parse(self, text_data, bytes_data) -> dict:
         if text_data is None:
@@ -137,7 +141,7 @@ class ChatConsumer(SignedInGroupConsumer):
             await self.send_json(event)
         await self._tell_other_tabs(theirs)
         if not await database_sync_to_async(generations.generation_enqueue)(generation=generation):
-            await self.send_json(events.phase(generation.id, "notice", message=generations.QUEUE_DOWN_MESSAGE))
+            await self.send_json(events.phase(generation.id, "notice", message=str(generations.QUEUE_DOWN_MESSAGE)))
 
     def _queued_events(self, generation, branch: bool, settings: bool) -> tuple[list[dict], list[dict]]:
         """The events for this socket, and those for the user's other sockets: a tab showing the
