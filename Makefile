@@ -14,7 +14,7 @@ NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 export CMAKE_ARGS ?= -DGGML_NATIVE=ON -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
 endif
 
-.PHONY: run test image-test install install-dev system-deps system-deps-test model lint clean
+.PHONY: run test image-test install install-dev system-deps system-deps-test model lint messages clean
 
 run: system-deps install model
 	@scripts/run.sh
@@ -51,6 +51,14 @@ install-dev: $(VENV)/.installed-dev
 
 model: install
 	@$(BIN)/python manage.py prepare_model
+
+# The translation catalogs (locale/<code>/LC_MESSAGES): gather new strings, then compile. The
+# .mo files are committed, so installs need no gettext; this needs Debian's gettext package.
+LANGS := -l ko -l pt_BR
+messages: install
+	$(BIN)/python manage.py makemessages $(LANGS) --no-obsolete -i .venv -i tests -i bench -i docker -i data -i scripts -i static
+	$(BIN)/python manage.py makemessages -d djangojs $(LANGS) --no-obsolete -i .venv -i static/vendor -i data
+	$(BIN)/python manage.py compilemessages -i .venv -i data
 
 lint: install-dev
 	$(BIN)/ruff check .

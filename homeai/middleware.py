@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.shortcuts import redirect
 
 # Machine clients (API, Prometheus, health checks) get their own answers, never a redirect.
-EXEMPT_PREFIXES = ("/setup/", "/static/", "/health", "/v1/", "/api/", "/props", "/slots", "/metrics")
+EXEMPT_PREFIXES = ("/setup/", "/static/", "/i18n/", "/health", "/v1/", "/api/", "/props", "/slots", "/metrics")
 
 
 class FirstRunMiddleware:

@@ -63,6 +63,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -116,7 +117,12 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat"
 LOGOUT_REDIRECT_URL = "login"
 
-LANGUAGE_CODE = "en-us"
+# The language: the person's setting (kept in Django's language cookie), else the browser's
+# Accept-Language, else English. The catalogs are locale/<code>/LC_MESSAGES/django{,js}.po, with
+# their compiled .mo files committed (docs/architecture.md, Languages).
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("ko", "한국어"), ("pt-br", "Português (Brasil)")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = env_str("TZ", "UTC") or "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -1,13 +1,27 @@
 """What every HomeAI socket does first: refuse anonymous users, join one group, watch workers;
-and what it does last: close when its session signs out."""
+and what it does last: close when its session signs out, or its person signs out everywhere."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.utils import translation
 
 from inference import broadcast, watchdog
 
 SIGNED_OUT = 4401  # the close code for "sign in again" (the page's reconnect loop stops on it)
+
+
+def scope_language(scope) -> str:
+    """The language a page's socket speaks: as LocaleMiddleware picks it for the page (the
+    language cookie, then Accept-Language, then LANGUAGE_CODE)."""
+    headers = dict(scope.get("headers") or [])
+    request = SimpleNamespace(
+        COOKIES=scope.get("cookies") or {},
+        META={"HTTP_ACCEPT_LANGUAGE": headers.get(b"accept-language", b"").decode("latin-1")},
+    )
+    return translation.get_language_from_request(request)
 
 
 class SignedInGroupConsumer(AsyncJsonWebsocketConsumer):
@@ -22,10 +36,14 @@ class SignedInGroupConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=SIGNED_OUT)
             return
         self.user = user
+        self.language = scope_language(self.scope)
         self.group = self.group_for(user)
         session = self.scope.get("session")
-        self.session_group = broadcast.session_group(session.session_key) if session else None
+        self.session_key = session.session_key if session else None
+        self.session_group = broadcast.session_group(self.session_key) if self.session_key else None
+        self.account_group = broadcast.account_group(user.id)
         await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.channel_layer.group_add(self.account_group, self.channel_name)
         if self.session_group:
             await self.channel_layer.group_add(self.session_group, self.channel_name)
         await self.accept()
@@ -40,8 +58,15 @@ class SignedInGroupConsumer(AsyncJsonWebsocketConsumer):
         """The session this socket signed in with signed out (broadcast.end_session)."""
         await self.close(code=SIGNED_OUT)
 
+    async def account_signed_out(self, message: dict) -> None:
+        """The person signed out everywhere, changed their password or was deactivated
+        (broadcast.end_account_sessions): every socket closes but the changing session's own."""
+        if not message.get("keep") or message["keep"] != self.session_key:
+            await self.close(code=SIGNED_OUT)
+
     async def disconnect(self, code) -> None:
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            await self.channel_layer.group_discard(self.account_group, self.channel_name)
             if self.session_group:
                 await self.channel_layer.group_discard(self.session_group, self.channel_name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.views.i18n import JavaScriptCatalog
 
 from dashboard.accounts import views as account_views
 from dashboard.chat import views as chat_views
@@ -17,7 +18,7 @@ urlpatterns = [
     path("chat/", include("dashboard.chat.urls")),
     path("", include("dashboard.latency.urls")),
     path("models/", include("dashboard.library.urls")),
-    path("settings/api-keys/", include("dashboard.accounts.urls")),
+    path("", include("dashboard.accounts.urls")),
     path("v1/", include("inference.api.urls")),
     path("api/", include("inference.api.ollama_urls")),
     path("metrics", api_views.metrics, name="metrics"),
@@ -29,4 +30,5 @@ urlpatterns = [
     path("accounts/login/", account_views.ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("i18n/catalog.js", JavaScriptCatalog.as_view(), name="javascript_catalog"),
 ]

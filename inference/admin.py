@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from inference.models import ApiKey, Conversation, EngineConfig, Generation, Message, Preset
+from inference.models import Account, ApiKey, Conversation, EngineConfig, Generation, Invite, Message, Preset
 
 
 @admin.register(Conversation)
@@ -36,3 +36,13 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 
 admin.site.register(EngineConfig)
+
+
+@admin.register(Account)
+class AccountAdmin(admin.ModelAdmin):
+    list_display = ("user", "display_name", "language", "answers_per_day", "tokens_per_day")
+
+
+@admin.register(Invite)
+class InviteAdmin(admin.ModelAdmin):
+    list_display = ("id", "note", "is_staff", "created_by", "created_at", "expires_at", "used_at", "used_by")

@@ -22,6 +22,7 @@ DASHBOARD_GROUP = "dashboard"
 RELAY_TYPE = "chat.relay"
 DASHBOARD_RELAY_TYPE = "dashboard.relay"
 SESSION_ENDED_TYPE = "session.ended"
+ACCOUNT_SIGNED_OUT_TYPE = "account.signed_out"
 
 
 def user_group(user_id: int) -> str:
@@ -31,6 +32,11 @@ def user_group(user_id: int) -> str:
 def session_group(session_key: str) -> str:
     """The sockets opened with one sign-in session (closed when it signs out)."""
     return f"session.{session_key}"
+
+
+def account_group(user_id: int) -> str:
+    """Every socket of one person, whichever page and session opened it."""
+    return f"account.{user_id}"
 
 
 def generation_group(generation_id: int) -> str:
@@ -99,3 +105,9 @@ def publish_dashboard(events: list[dict]) -> None:
 def end_session(session_key: str) -> None:
     """Close every socket of a session that signed out (they answer with close code 4401)."""
     _relay.publish(session_group(session_key), {"type": SESSION_ENDED_TYPE})
+
+
+def end_account_sessions(user_id: int, *, keep_session: str | None = None) -> None:
+    """Close every socket of a person (signed out everywhere, password changed, deactivated),
+    except those of keep_session: the browser that changed the password stays signed in."""
+    _relay.publish(account_group(user_id), {"type": ACCOUNT_SIGNED_OUT_TYPE, "keep": keep_session})

@@ -74,8 +74,12 @@ def done(generation: Generation, *, text: str) -> dict:
     }
 
 
-def error(generation_id: int | None, code: str, message: str) -> dict:
-    return {"type": ERROR, "generation": generation_id, "code": code, "message": message}
+def error(generation_id: int | None, code: str, message: str, *, text: str | None = None) -> dict:
+    """text: an ended answer's text as saved (an interrupted answer keeps what was written)."""
+    event = {"type": ERROR, "generation": generation_id, "code": code, "message": message}
+    if text is not None:
+        event["text"] = text
+    return event
 
 
 def client_error(exc: ClientError) -> dict:
@@ -98,9 +102,8 @@ def final(generation: Generation | None, generation_id: int) -> dict | None:
         return None
     if generation.status in (Generation.Status.DONE, Generation.Status.CANCELLED):
         return done(generation, text=generation.message.content)
-    return error(
-        generation_id, generation.error_code or generation.status, generation.error_message or UNWRITTEN_MESSAGE
-    )
+    code = generation.error_code or generation.status
+    return error(generation_id, code, generation.error_message or UNWRITTEN_MESSAGE, text=generation.message.content)
 
 
 # --- one conversation, for the socket that asked -------------------------------------------------

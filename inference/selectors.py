@@ -1,15 +1,18 @@
 """Reads: ownership-checked lookups, the branch of a conversation on show and the prompt an
-answer is built from, search, presets."""
+answer is built from, search, presets, each person's usage."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q, Sum
+from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from inference.engine.sequence import SamplingParams
-from inference.models import Conversation, Generation, Message, Preset
+from inference.models import Account, Conversation, Generation, Message, Preset
 
 SEARCH_LIMIT = 50
 SNIPPET_CHARS = 120
@@ -215,3 +218,57 @@ def preset_settings(*, user, preset) -> dict | None:
         return None
     own = Preset.objects.filter(id=preset, user=user).first()
     return own.settings() if own is not None else None
+
+
+# An answer counts against a day's limit once asked for, unless it never reached a worker
+# (cancelled or refused while waiting).
+COUNTED_ANSWER = Q(attempts__gt=0) | Q(status__in=Generation.ACTIVE)
+
+
+def day_start(now: datetime | None = None) -> datetime:
+    """Local midnight (settings.TIME_ZONE) of today: when the daily limits start again."""
+    return timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def next_day_start(now: datetime | None = None) -> datetime:
+    return timezone.localtime(day_start(now) + timedelta(hours=36)).replace(hour=0)
+
+
+def usage_by_user(*, since: datetime, user_ids=None) -> dict[int, dict]:
+    """Per person since a moment: answers, tokens (prompt + output, as OpenAI's total_tokens) and
+    model time (prefill + first token + decode, ms: what the engine spent on them, on CPU or GPU)."""
+    rows = Generation.objects.filter(COUNTED_ANSWER, created_at__gte=since)
+    if user_ids is not None:
+        rows = rows.filter(user_id__in=user_ids)
+    totals = rows.values("user_id").annotate(
+        answers=Count("id"),
+        prompt_tokens=Coalesce(Sum("prompt_tokens"), 0),
+        output_tokens=Coalesce(Sum("output_tokens"), 0),
+        prefill_ms=Coalesce(Sum("prefill_ms"), 0.0),
+        first_token_ms=Coalesce(Sum("first_token_ms"), 0.0),
+        decode_ms=Coalesce(Sum("decode_ms"), 0.0),
+    )
+    return {
+        row["user_id"]: {
+            "answers": row["answers"],
+            "tokens": row["prompt_tokens"] + row["output_tokens"],
+            "model_ms": row["prefill_ms"] + row["first_token_ms"] + row["decode_ms"],
+        }
+        for row in totals
+    }
+
+
+EMPTY_USAGE = {"answers": 0, "tokens": 0, "model_ms": 0.0}
+
+
+def usage_today(*, user) -> dict:
+    return usage_by_user(since=day_start(), user_ids=[user.id]).get(user.id, EMPTY_USAGE)
+
+
+def default_preset(*, user) -> str | int | None:
+    """The preset a person's new chats start with (as chat.send's preset names it), if it still exists."""
+    chosen = Account.objects.filter(user=user).values_list("default_preset", flat=True).first()
+    if not chosen:
+        return None
+    preset = int(chosen) if chosen.isdigit() else chosen
+    return preset if preset_settings(user=user, preset=preset) is not None else None

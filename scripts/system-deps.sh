@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages HomeAI needs when they are missing (root or sudo).
 #   scripts/system-deps.sh          what `make run` needs
-#   scripts/system-deps.sh --test   plus Chromium for the browser tests
+#   scripts/system-deps.sh --test   plus Chromium and a Korean font for the browser tests
 set -euo pipefail
 
 need=()
@@ -20,6 +20,8 @@ have_cmd redis-server || need+=(redis-server)
 have_cmd redis-cli || need+=(redis-tools)
 if [[ "${1:-}" == "--test" ]]; then
   [[ -x /usr/bin/chromium ]] || need+=(chromium)
+  # Korean glyphs for the browser tests and the docs' Korean screenshots.
+  [[ -d /usr/share/fonts/truetype/nanum ]] || need+=(fonts-nanum)
 fi
 
 if ((${#need[@]} == 0)); then

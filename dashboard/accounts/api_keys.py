@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -44,5 +45,5 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
         key = keys.api_key_revoke(user=request.user, key_id=key_id)
     except ClientError:
         raise Http404("No such API key.") from None
-    messages.success(request, f"Revoked “{key.name}”. Clients using it now get 401.")
+    messages.success(request, _("Revoked “%(name)s”. Clients using it now get 401.") % {"name": key.name})
     return redirect("api_keys")

@@ -1,17 +1,21 @@
-"""First-run setup (from the one-time link) and the throttled sign-in page."""
+"""First-run setup (from the one-time link), the throttled sign-in page, and an invite's page."""
 
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model, login
+from django.contrib.auth import get_user_model, login, logout
 from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.views import LoginView
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 
 from dashboard.accounts import setup_token, throttle
+from dashboard.accounts.language import apply_language
+from inference.errors import ClientError
+from inference.services import accounts
 
 SETUP_SESSION_KEY = "homeai-setup"
 
@@ -37,7 +41,7 @@ def setup(request: HttpRequest) -> HttpResponse:
             user.save()
         setup_token.discard()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        messages.success(request, f"Welcome, {user.username}. Your admin account is ready.")
+        messages.success(request, _("Welcome, %(name)s. Your admin account is ready.") % {"name": user.username})
         return redirect("chat")
     return render(request, "accounts/setup.html", {"form": form})
 
@@ -60,4 +64,25 @@ class ThrottledLoginView(LoginView):
 
     def form_valid(self, form):
         throttle.succeeded(self.request, form.get_user().get_username())
-        return super().form_valid(form)
+        return apply_language(super().form_valid(form), form.get_user())
+
+
+@never_cache
+def invite_accept(request: HttpRequest, token: str) -> HttpResponse:
+    """An invite's page: the invited person picks a username and password, and is signed in."""
+    try:
+        invite = accounts.invite_open(token)
+    except ClientError as exc:
+        return render(request, "accounts/invite_invalid.html", {"error": exc}, status=410)
+    form = UserCreationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            user = accounts.invite_accept(invite=invite, form=form)
+        except ClientError as exc:
+            return render(request, "accounts/invite_invalid.html", {"error": exc}, status=410)
+        if request.user.is_authenticated:
+            logout(request)  # someone else's browser: the invited person signs in as themselves
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, _("Welcome, %(name)s. Your account is ready.") % {"name": user.username})
+        return redirect("chat")
+    return render(request, "accounts/invite.html", {"form": form, "invite": invite})

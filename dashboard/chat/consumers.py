@@ -3,10 +3,13 @@ WebSocket contract)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
 from channels.db import database_sync_to_async
+from django.utils import translation
+from django.utils.translation import gettext_lazy
 
 from homeai.sockets import SignedInGroupConsumer
 from inference import broadcast, events, selectors
@@ -17,7 +20,8 @@ log = logging.getLogger(__name__)
 
 MAX_FRAME_BYTES = 1_000_000
 MAX_SYNC_IDS = 100
-INTERNAL_ERROR_MESSAGE = "Something went wrong with that message on the server; please try again."
+OTHER_TABS_TIMEOUT_S = 2.0
+INTERNAL_ERROR_MESSAGE = gettext_lazy("Something went wrong with that message on the server; please try again.")
 
 
 class ChatConsumer(SignedInGroupConsumer):
@@ -38,13 +42,15 @@ class ChatConsumer(SignedInGroupConsumer):
                     f"Unknown message type {str(shown)[:40]!r}; expected one of {', '.join(handlers)}.",
                     field="type",
                 )
-            await handler(content)
-        except ClientError as exc:
+            with translation.override(self.language):  # the sentences a refusal carries
+                await handler(content)
+        except ClientError as exc:  # a service's sentence is in the socket's language (the override above)
             await self.send_json(events.client_error(exc))
         except Exception:
             # A socket is never closed over one message: the person gets a sentence, the log the rest.
             log.exception("chat message failed")
-            await self.send_json(events.error(None, "internal_error", INTERNAL_ERROR_MESSAGE))
+            with translation.override(self.language):
+                await self.send_json(events.error(None, "internal_error", str(INTERNAL_ERROR_MESSAGE)))
 
     def _parse(self, text_data, bytes_data) -> dict:
         if text_data is None:
@@ -128,22 +134,34 @@ class ChatConsumer(SignedInGroupConsumer):
         await self._answer_queued(generation, branch=True)
 
     async def _answer_queued(self, generation, *, branch: bool = False, settings: bool = False) -> None:
-        """Tell the socket the answer is queued (after the branch it is on, if that changed),
-        then send it to a worker."""
-        for event in await database_sync_to_async(self._queued_events)(generation, branch, settings):
+        """Tell the socket the answer is queued (after the branch it is on, if that changed), and
+        the person's other tabs what is now on show, then send it to a worker."""
+        mine, theirs = await database_sync_to_async(self._queued_events)(generation, branch, settings)
+        for event in mine:
             await self.send_json(event)
+        await self._tell_other_tabs(theirs)
         if not await database_sync_to_async(generations.generation_enqueue)(generation=generation):
-            await self.send_json(events.phase(generation.id, "notice", message=generations.QUEUE_DOWN_MESSAGE))
+            await self.send_json(events.phase(generation.id, "notice", message=str(generations.QUEUE_DOWN_MESSAGE)))
 
-    def _queued_events(self, generation, branch: bool, settings: bool) -> list[dict]:
+    def _queued_events(self, generation, branch: bool, settings: bool) -> tuple[list[dict], list[dict]]:
+        """The events for this socket, and those for the user's other sockets: a tab showing the
+        same conversation draws the new turn from the branch event, then follows the answer."""
         conversation = generation.conversation
         position = selectors.queue_position(generation=generation)
-        out = [events.queued(generation, position=position, title=conversation.title)]
-        if branch:
-            out.insert(0, self._branch_event(conversation))
+        queued = events.queued(generation, position=position, title=conversation.title)
+        shown = self._branch_event(conversation)
+        mine = [shown, queued] if branch else [queued]
         if settings:
-            out.append(events.settings(conversation))
-        return out
+            mine.append(events.settings(conversation))
+        return mine, [shown, queued]
+
+    async def _tell_other_tabs(self, tab_events: list[dict]) -> None:
+        """Best effort: with Redis down the other tabs learn of the answer when they next load."""
+        message = {"type": broadcast.RELAY_TYPE, "events": tab_events, "skip": self.channel_name}
+        try:
+            await asyncio.wait_for(self.channel_layer.group_send(self.group, message), OTHER_TABS_TIMEOUT_S)
+        except Exception as exc:  # the sender's own answer must not fail over this
+            log.info("could not tell the other tabs about a new answer: %s", exc)
 
     async def chat_switch(self, content: dict) -> None:
         conversation = await database_sync_to_async(conversations.conversation_switch)(
@@ -174,6 +192,8 @@ class ChatConsumer(SignedInGroupConsumer):
         )
 
     async def chat_relay(self, message: dict) -> None:
-        """Events published by workers (and the watchdog) for this user."""
+        """Events published by workers (and the watchdog, and the user's other tabs) for this user."""
+        if message.get("skip") == self.channel_name:
+            return  # this socket's own news, already sent to it
         for event in message["events"]:
             await self.send_json(event)

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from inference import selectors
@@ -108,7 +109,7 @@ def conversation_rename(request: HttpRequest, conversation_id: int) -> JsonRespo
 @json_endpoint
 def conversation_search(request: HttpRequest) -> JsonResponse:
     query = validate_limited_text(
-        request.GET.get("q", ""), field="q", what="The search", limit=SEARCH_CHARS, required=False
+        request.GET.get("q", ""), field="q", what=gettext("The search"), limit=SEARCH_CHARS, required=False
     )
     return JsonResponse({"query": query, "results": selectors.conversation_search(user=request.user, query=query)})
 

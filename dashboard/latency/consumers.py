@@ -10,6 +10,7 @@ import asyncio
 import logging
 
 from asgiref.sync import sync_to_async
+from django.utils import translation
 
 from dashboard.latency import payload
 from homeai.sockets import SignedInGroupConsumer
@@ -41,9 +42,13 @@ class DashboardConsumer(SignedInGroupConsumer):
         for event in message["events"]:
             await self.send_json(event)
 
+    def _system_snapshot(self) -> dict:
+        with translation.override(self.language):  # its sentences, in the page's language
+            return payload.system_snapshot()
+
     async def _send_system_status(self) -> None:
         # Pushed from here rather than polled by the page; psutil and the Redis scan are blocking calls.
-        snapshot = sync_to_async(payload.system_snapshot, thread_sensitive=False)
+        snapshot = sync_to_async(self._system_snapshot, thread_sensitive=False)
         while True:
             try:
                 await self.send_json(events.system_status(await snapshot()))

@@ -17,13 +17,16 @@ import inspect
 import math
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, tzinfo
+from decimal import Decimal
 
 import plotly.graph_objects as go
+from django.utils import formats
+from django.utils.translation import gettext as _
 from plotly.subplots import make_subplots
 
 from dashboard.latency import stats, text
 from dashboard.latency.stats import PERCENTILES, PHASES, evaluated_tokens, percentile
-from dashboard.latency.text import PHASE_LABELS, fmt_ms, fmt_rate
+from dashboard.latency.text import PHASE_LABELS, fmt_ms, fmt_rate, num
 
 # The chat page's phase colours (static/css/app.css), so a phase looks the same everywhere.
 COLORS = {
@@ -123,6 +126,8 @@ def _layout(**overrides) -> dict:
         "hoverlabel": {"font": {"size": 12}},
         "hovermode": "closest",
         "bargap": 0.25,
+        # plotly.js's number format marks (decimal, thousands) in the page's language.
+        "separators": formats.get_format("DECIMAL_SEPARATOR") + formats.get_format("THOUSAND_SEPARATOR"),
     }
     layout.update(overrides)
     return layout
@@ -159,8 +164,8 @@ def log_ticks(values: Iterable[float]) -> dict:
 
 def _tick_label(value: float) -> str:
     if value >= 1000:
-        return f"{value / 1000:g}k"
-    return f"{value:g}"
+        return formats.number_format(Decimal(f"{value / 1000:g}")) + "k"
+    return formats.number_format(Decimal(f"{value:g}"))
 
 
 # --- figures, in the order the page shows them ---------------------------------------------------
@@ -186,14 +191,15 @@ def timeline_figure(rows: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
             continue
         fig.add_trace(
             go.Bar(
-                name=PHASE_LABELS[phase],
+                name=str(PHASE_LABELS[phase]),
                 orientation="h",
                 y=data["y"],
                 x=data["x"],
                 base=data["base"],
                 customdata=data["id"],
                 marker={"color": COLORS[phase], "line": {"width": 0}},
-                hovertemplate=f"{PHASE_LABELS[phase]} %{{x:,.1f}} ms<br>request #%{{customdata}}<extra></extra>",
+                hovertemplate=_("%(phase)s %%{x:,.1f} ms<br>request #%%{customdata}") % {"phase": PHASE_LABELS[phase]}
+                + "<extra></extra>",
                 meta=phase,
             )
         )
@@ -218,8 +224,8 @@ def throughput_figure(rows: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
     x = [wall(r["t_arrive"], tz) for r in done]
     ids = [r["id"] for r in done]
     for key, name, color in (
-        ("prompt_tps", "Prompt tok/s", COLORS["prefill"]),
-        ("output_tps", "Output tok/s", COLORS["decode"]),
+        ("prompt_tps", _("Prompt tok/s"), COLORS["prefill"]),
+        ("output_tps", _("Output tok/s"), COLORS["decode"]),
     ):
         fig.add_trace(
             go.Scatter(
@@ -231,7 +237,7 @@ def throughput_figure(rows: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
                 line={"color": color, "width": 1.5},
                 marker={"size": 6},
                 connectgaps=True,
-                hovertemplate=f"{name} %{{y:,.1f}}<br>request #%{{customdata}}<extra></extra>",
+                hovertemplate=_("%(name)s %%{y:,.1f}<br>request #%%{customdata}") % {"name": name} + "<extra></extra>",
                 meta=key,
             ),
             row=1,
@@ -243,12 +249,12 @@ def throughput_figure(rows: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
             x=x,
             y=ratios,
             customdata=ids,
-            name="Prompt ÷ output",
+            name=_("Prompt ÷ output"),
             mode="lines+markers",
             line={"color": COLORS["ratio"], "width": 1.5, "dash": "dot"},
             marker={"size": 5},
             connectgaps=True,
-            hovertemplate="prompt is %{y:.1f}× output<br>request #%{customdata}<extra></extra>",
+            hovertemplate=_("prompt is %{y:.1f}× output<br>request #%{customdata}") + "<extra></extra>",
             meta="ratio",
         ),
         row=2,
@@ -259,7 +265,7 @@ def throughput_figure(rows: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
             height=360,
             **_stacked_clock_axes(),
             yaxis=_axis("tok/s", type="log", **log_ticks(r.get(k) for r in done for k in ("prompt_tps", "output_tps"))),
-            yaxis2=_axis("ratio ×", rangemode="tozero"),
+            yaxis2=_axis(_("ratio ×"), rangemode="tozero"),
         )
     )
     return fig
@@ -272,10 +278,10 @@ def ttft_figure(rows: Sequence[dict], fit: dict | None = None) -> go.Figure:
     fit = fit if fit is not None else stats.ttft_fit(rows)
     fig = go.Figure()
     for points, name, color, symbol in (
-        (warm, "Warm", COLORS["prefill"], "circle"),
-        (cold, "Cold (model load)", COLORS["load"], "diamond"),
+        (warm, _("Warm"), COLORS["prefill"], "circle"),
+        (cold, _("Cold (model load)"), COLORS["load"], "diamond"),
     ):
-        if not points and name.startswith("Cold"):
+        if not points and points is cold:
             continue
         fig.add_trace(
             go.Scatter(
@@ -285,7 +291,7 @@ def ttft_figure(rows: Sequence[dict], fit: dict | None = None) -> go.Figure:
                 name=name,
                 mode="markers",
                 marker={"color": color, "size": 8, "symbol": symbol, "opacity": 0.85},
-                hovertemplate="%{x} prompt tokens → TTFT %{y:,.1f} ms<br>request #%{customdata}<extra></extra>",
+                hovertemplate=_("%{x} prompt tokens → TTFT %{y:,.1f} ms<br>request #%{customdata}") + "<extra></extra>",
             )
         )
     if fit is not None:
@@ -294,7 +300,8 @@ def ttft_figure(rows: Sequence[dict], fit: dict | None = None) -> go.Figure:
             go.Scatter(
                 x=[0, top],
                 y=[fit["intercept_ms"], fit["intercept_ms"] + fit["slope_ms_per_token"] * top],
-                name=f"Fit: {fit['slope_ms_per_token']:.2f} ms/token + {fmt_ms(fit['intercept_ms'])}",
+                name=_("Fit: %(slope)s ms/token + %(fixed)s")
+                % {"slope": num(fit["slope_ms_per_token"], 2), "fixed": fmt_ms(fit["intercept_ms"])},
                 mode="lines",
                 line={"color": COLORS["fit"], "width": 2, "dash": "dash"},
                 hoverinfo="skip",
@@ -303,8 +310,8 @@ def ttft_figure(rows: Sequence[dict], fit: dict | None = None) -> go.Figure:
     fig.update_layout(
         **_layout(
             height=330,
-            xaxis=_axis("prompt tokens computed", rangemode="tozero"),
-            yaxis=_axis("TTFT (ms)", rangemode="tozero"),
+            xaxis=_axis(_("prompt tokens computed"), rangemode="tozero"),
+            yaxis=_axis(_("TTFT (ms)"), rangemode="tozero"),
         )
     )
     return fig
@@ -319,12 +326,12 @@ def itl_figure(rows: Sequence[dict]) -> go.Figure:
         go.Scatter(
             x=edges,
             y=[*counts, counts[-1]] if counts else [],
-            name="Gaps",
+            name=_("Gaps"),
             mode="lines",
             line={"shape": "hv", "color": COLORS["decode"], "width": 1.5},
             fill="tozeroy",
             fillcolor="rgba(34, 160, 107, 0.25)",
-            hovertemplate="from %{x:,.1f} ms: %{y} gaps<extra></extra>",
+            hovertemplate=_("from %{x:,.1f} ms: %{y} gaps") + "<extra></extra>",
         )
     )
     shapes, annotations = [], []
@@ -367,8 +374,8 @@ def itl_figure(rows: Sequence[dict]) -> go.Figure:
             height=300,
             showlegend=False,
             margin={"l": 56, "r": 16, "t": 12, "b": 40},
-            xaxis=_axis("gap between tokens (ms, log scale)", type="log", **log_ticks(values)),
-            yaxis=_axis("gaps", rangemode="tozero"),
+            xaxis=_axis(_("gap between tokens (ms, log scale)"), type="log", **log_ticks(values)),
+            yaxis=_axis(_("gaps"), rangemode="tozero"),
             shapes=shapes,
             annotations=annotations,
         )
@@ -402,13 +409,13 @@ def token_timeline_figure(row: dict | None, row_steps: Iterable[dict] = (), *, t
                 y=[b - a for a, b in zip(times, times[1:], strict=False)],
                 customdata=[[i + 2, ms] for i, ms in enumerate(times[1:])],
                 text=texts[1:] if texts else None,
-                name=f"Request #{row['id']}: gap before each token",
+                name=_("Request #%(id)s: gap before each token") % {"id": row["id"]},
                 mode="lines+markers",
                 # "vh": the level between two tokens is the gap before the later one.
                 line={"color": COLORS["decode"], "width": 1, "shape": "vh"},
                 marker={"size": 5},
                 hovertemplate=(
-                    "token %{customdata[0]} at %{customdata[1]:,.1f} ms<br>gap %{y:,.1f} ms"
+                    _("token %{customdata[0]} at %{customdata[1]:,.1f} ms<br>gap %{y:,.1f} ms")
                     + ("<br>%{text}" if texts else "")
                     + "<extra></extra>"
                 ),
@@ -427,7 +434,7 @@ def token_timeline_figure(row: dict | None, row_steps: Iterable[dict] = (), *, t
                 "line": {"color": COLORS["prefill"], "width": 1.5, "dash": "dash"},
             }
         )
-        label = f"first token · TTFT {fmt_ms(times[0])}" + (f": {texts[0]}" if texts else "")
+        label = _("first token · TTFT %(ttft)s") % {"ttft": fmt_ms(times[0])} + (f": {texts[0]}" if texts else "")
         annotations.append(
             {
                 "x": first,
@@ -455,7 +462,7 @@ def token_timeline_figure(row: dict | None, row_steps: Iterable[dict] = (), *, t
                     "fillcolor": COLORS["interference"],
                     "line": {"width": 0},
                     "layer": "below",
-                    "name": f"{n} prompt tokens",
+                    "name": _("%(n)s prompt tokens") % {"n": n},
                 }
             )
         # A legend entry for the shading (shapes have none of their own).
@@ -463,7 +470,7 @@ def token_timeline_figure(row: dict | None, row_steps: Iterable[dict] = (), *, t
             go.Scatter(
                 x=[None],
                 y=[None],
-                name="Other requests' prefill steps",
+                name=_("Other requests' prefill steps"),
                 mode="markers",
                 marker={"symbol": "square", "size": 12, "color": COLORS["interference"]},
             )
@@ -472,7 +479,7 @@ def token_timeline_figure(row: dict | None, row_steps: Iterable[dict] = (), *, t
         **_layout(
             height=300,
             xaxis=_axis("", type="date", tickformat="%H:%M:%S.%L"),
-            yaxis=_axis("gap before token (ms)", rangemode="tozero"),
+            yaxis=_axis(_("gap before token (ms)"), rangemode="tozero"),
             shapes=shapes,
             annotations=annotations,
         )
@@ -488,8 +495,8 @@ def steps_figure(steps: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
     policy = [s.get("policy") or "" for s in ordered]  # shown on hover: staff switch it live
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.55, 0.45], vertical_spacing=0.08)
     for key, name, color in (
-        ("prefill", "Prompt tokens", COLORS["prefill"]),
-        ("decode", "Decode tokens", COLORS["decode"]),
+        ("prefill", _("Prompt tokens"), COLORS["prefill"]),
+        ("decode", _("Decode tokens"), COLORS["decode"]),
     ):
         fig.add_trace(
             go.Bar(
@@ -509,10 +516,10 @@ def steps_figure(steps: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
             x=x,
             y=[round(s["ms"], 3) for s in ordered],
             customdata=policy,
-            name="Step time",
+            name=_("Step time"),
             mode="markers",
             marker={"color": COLORS["ratio"], "size": 4},
-            hovertemplate="step %{y:,.1f} ms · %{customdata}<extra></extra>",
+            hovertemplate=_("step %{y:,.1f} ms · %{customdata}") + "<extra></extra>",
             meta="ms",
         ),
         row=2,
@@ -524,8 +531,8 @@ def steps_figure(steps: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
             barmode="stack",
             bargap=0,
             **_stacked_clock_axes(),
-            yaxis=_axis("tokens / step", rangemode="tozero"),
-            yaxis2=_axis("step (ms)", rangemode="tozero"),
+            yaxis=_axis(_("tokens / step"), rangemode="tozero"),
+            yaxis2=_axis(_("step (ms)"), rangemode="tozero"),
         )
     )
     return fig
@@ -536,20 +543,20 @@ def why_figure(why: dict) -> go.Figure:
     """Measured median tok/s beside each phase's hardware ceiling, on a log axis (they differ by orders)."""
     fig = go.Figure()
     phases = (
-        (PHASE_LABELS["decode"], "decode_tps", "decode_ceiling_tps", "decode"),
-        (PHASE_LABELS["prefill"], "prefill_tps", "prefill_ceiling_tps", "prefill"),
+        (str(PHASE_LABELS["decode"]), "decode_tps", "decode_ceiling_tps", "decode"),
+        (str(PHASE_LABELS["prefill"]), "prefill_tps", "prefill_ceiling_tps", "prefill"),
     )
     kinds = (
-        ("measured", "Measured median", 1.0, "{} tok/s measured"),
-        ("ceiling", "Ceiling", 0.3, "≈{} tok/s ceiling"),
+        ("measured", _("Measured median"), 1.0, _("%(rate)s tok/s measured")),
+        ("ceiling", _("Ceiling"), 0.3, _("≈%(rate)s tok/s ceiling")),
     )
     for kind, name, opacity, label in kinds:
         ys, xs, texts = [], [], []
-        for phase, measured_key, ceiling_key, _ in phases:
+        for phase, measured_key, ceiling_key, _color in phases:
             value = why.get(measured_key if kind == "measured" else ceiling_key)
             ys.append(phase)
             xs.append(value)
-            texts.append(label.format(fmt_rate(value)) if value else "")
+            texts.append(label % {"rate": fmt_rate(value)} if value else "")
         fig.add_trace(
             go.Bar(
                 name=name,
@@ -559,7 +566,7 @@ def why_figure(why: dict) -> go.Figure:
                 text=texts,
                 textposition="outside",
                 cliponaxis=False,
-                marker={"color": [COLORS[c] for *_, c in phases], "opacity": opacity, "line": {"width": 0}},
+                marker={"color": [COLORS[c] for *_rest, c in phases], "opacity": opacity, "line": {"width": 0}},
                 hovertemplate="%{y}: %{x:,.1f} tok/s<extra>" + name + "</extra>",
                 meta=kind,
             )
@@ -572,7 +579,7 @@ def why_figure(why: dict) -> go.Figure:
             bargroupgap=0.08,
             showlegend=False,  # each bar says what it is
             xaxis=_axis(
-                "tokens per second (log scale)",
+                _("tokens per second (log scale)"),
                 type="log",
                 **log_ticks(
                     why.get(k) for k in ("decode_tps", "prefill_tps", "decode_ceiling_tps", "prefill_ceiling_tps")

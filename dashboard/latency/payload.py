@@ -18,6 +18,8 @@ from django.conf import settings
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
 from django.utils.http import urlencode
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 
 from dashboard.latency import text
 from inference import probe, redis_client, selectors
@@ -26,7 +28,12 @@ from inference.worker import registry
 
 log = logging.getLogger(__name__)
 
-RANGES = {"15m": ("Last 15 min", 15 * 60), "1h": ("Last hour", 3600), "24h": ("Last 24 h", 86400), "all": ("All", None)}
+RANGES = {
+    "15m": (gettext_lazy("Last 15 min"), 15 * 60),
+    "1h": (gettext_lazy("Last hour"), 3600),
+    "24h": (gettext_lazy("Last 24 h"), 86400),
+    "all": (pgettext_lazy("time range", "All"), None),
+}
 DEFAULT_RANGE = "24h"
 MAX_ROWS = 500  # charts over more requests than this read the newest ones
 MAX_STEPS = 3000
@@ -291,14 +298,14 @@ def hardware(workers: dict[str, dict], probes: dict[str, dict]) -> dict:
     host = next((h for h in hosts if h in probes), None) or next(iter(probes), None)
     found = probes.get(host) if host else None
     if not found:
-        return {"bandwidth_gbs": None, "gflops": None, "label": "not measured yet", "host": None, "gpu": False}
+        return {"bandwidth_gbs": None, "gflops": None, "label": _("not measured yet"), "host": None, "gpu": False}
     gpus = [g for g in found.get("gpus") or [] if g.get("bandwidth_gbs")]
     if gpus and settings.HOMEAI_GPU_LAYERS != 0:
         gpu = gpus[0]
         return {
             "bandwidth_gbs": gpu["bandwidth_gbs"],
             "gflops": gpu.get("gflops_fp32"),
-            "label": f"{gpu['name']}, from NVML",
+            "label": _("%(gpu)s, from NVML") % {"gpu": gpu["name"]},
             "host": host,
             "gpu": True,
         }
@@ -306,7 +313,12 @@ def hardware(workers: dict[str, dict], probes: dict[str, dict]) -> dict:
     return {
         "bandwidth_gbs": found.get("bandwidth_gbs"),
         "gflops": found.get("gflops"),
-        "label": f"measured on {host}" + (f", {cores} cores" if cores else ""),
+        "label": (
+            ngettext("measured on %(host)s, %(n)d core", "measured on %(host)s, %(n)d cores", cores)
+            if cores
+            else _("measured on %(host)s")
+        )
+        % {"host": host, "n": cores},
         "host": host,
         "gpu": False,
     }

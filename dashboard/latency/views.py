@@ -8,6 +8,7 @@ import json
 from datetime import UTC, datetime
 
 from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -17,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from plotly.utils import PlotlyJSONEncoder
 
 from dashboard.latency import figures, payload, stats, text
-from inference import probe
+from inference import probe, selectors
 from inference.engine.policies import POLICIES
 from inference.errors import ClientError
 from inference.models import Generation
@@ -53,7 +54,11 @@ def _row_steps(row: dict | None) -> list[dict]:
 
 def page_config() -> dict:
     """What the dashboard's script reads rather than mirrors: the timeline's phases and cut, the active statuses."""
-    return {"timeline": figures.timeline_config(), "active": [str(status) for status in Generation.ACTIVE]}
+    return {
+        "timeline": figures.timeline_config(),
+        "active": [str(status) for status in Generation.ACTIVE],
+        "status_labels": {status: str(label) for status, label in text.STATUS_LABELS.items()},
+    }
 
 
 def dashboard_payload(*, viewer, filters: payload.Filters, selected: int | None = None) -> dict:
@@ -115,8 +120,17 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "payload_script": json_script(data, "dashboard-data", encoder=PlotlyJSONEncoder),
         "payload": data,
         "policies": POLICIES,  # staff switch between them live, from the Engine steps panel
+        "usage_today": _usage_today() if request.user.is_staff else None,
     }
     return render(request, "latency/dashboard.html", context)
+
+
+def _usage_today() -> list[dict]:
+    """Each person's use since midnight, most tokens first: the People page's numbers, for staff."""
+    usage = selectors.usage_by_user(since=selectors.day_start())
+    names = dict(get_user_model().objects.filter(id__in=usage).values_list("id", "username"))
+    people = [{"username": names.get(user_id, "?"), **used} for user_id, used in usage.items()]
+    return sorted(people, key=lambda p: (-p["tokens"], p["username"]))
 
 
 @login_required
@@ -149,6 +163,7 @@ def request_detail(request: HttpRequest, generation_id: int) -> HttpResponse:
     context = {
         **detail,
         "arrived": datetime.fromtimestamp(row["t_arrive"], UTC),
+        "status_label": text.STATUS_LABELS.get(row["status"], row["status"]),
         "segments": [
             {"phase": phase, "label": text.PHASE_LABELS[phase], "ms": ms, "pct": 100 * ms / total}
             for phase, ms in segments

@@ -7,6 +7,8 @@ from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import formats
+from django.utils.translation import gettext as _
 
 from inference.errors import ClientError
 from inference.model_library import scan as model_library_scan
@@ -21,9 +23,17 @@ def _optional_int(raw: str | None, name: str, low: int, high: int) -> int | None
     try:
         value = int(raw)
     except ValueError:
-        raise ClientError("bad_request", f"{name} must be a whole number.") from None
+        raise ClientError("bad_request", _("%(name)s must be a whole number.") % {"name": name}) from None
     if not low <= value <= high:
-        raise ClientError("bad_request", f"{name} must be from {low:,} to {high:,}.")
+        raise ClientError(
+            "bad_request",
+            _("%(name)s must be from %(low)s to %(high)s.")
+            % {
+                "name": name,
+                "low": formats.number_format(low),
+                "high": formats.number_format(high, force_grouping=True),
+            },
+        )
     return value
 
 
@@ -34,14 +44,16 @@ def model_library(request: HttpRequest) -> HttpResponse:
         try:
             config = engine_control.engine_config_set(
                 model_name=request.POST.get("model", ""),
-                context=_optional_int(request.POST.get("context"), "Context", 256, 131072),
-                threads=_optional_int(request.POST.get("threads"), "Threads", 0, 512),
-                gpu_layers=_optional_int(request.POST.get("gpu_layers"), "GPU layers", -1, 999),
+                context=_optional_int(request.POST.get("context"), _("Context"), 256, 131072),
+                threads=_optional_int(request.POST.get("threads"), _("Threads"), 0, 512),
+                gpu_layers=_optional_int(request.POST.get("gpu_layers"), _("GPU layers"), -1, 999),
             )
         except ClientError as exc:
             messages.error(request, exc.message)
         else:
-            messages.success(request, f"Workers will load {config.model_name} on the next request.")
+            messages.success(
+                request, _("Workers will load %(model)s on the next request.") % {"model": config.model_name}
+            )
         return redirect("model_library")
     config = EngineConfig.current()
     context = {

@@ -406,6 +406,8 @@ def from_client_error(exc: ClientError, request: CompletionRequest | None = None
     the request's messages or prompt)."""
     if exc.code == "busy":
         return ApiError(503, exc.message, code="server_busy")
+    if exc.code == "limit_reached":  # the person's daily limit: OpenAI's "out of quota"
+        return ApiError(429, exc.message, code="insufficient_quota")
     if exc.code == "not_found":
         return ApiError(404, exc.message, code="not_found")
     param = exc.field

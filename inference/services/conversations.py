@@ -3,26 +3,27 @@
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils.translation import gettext, gettext_lazy
 
 from inference import selectors
 from inference.errors import ClientError
 from inference.models import Conversation, Generation, Message
 from inference.services.validation import validate_settings, validate_title
 
-BUSY_MESSAGE = "An answer is still being written in this conversation: wait for it or press Stop."
+BUSY_MESSAGE = gettext_lazy("An answer is still being written in this conversation: wait for it or press Stop.")
 
 
 def own_conversation(*, user, conversation_id) -> Conversation:
     conversation = selectors.conversation_for_user(user=user, conversation_id=conversation_id)
     if conversation is None:
-        raise ClientError("not_found", "That conversation does not exist.", field="conversation")
+        raise ClientError("not_found", gettext("That conversation does not exist."), field="conversation")
     return conversation
 
 
 def own_message(*, user, message_id) -> Message:
     message = selectors.message_for_user(user=user, message_id=message_id)
     if message is None:
-        raise ClientError("not_found", "That message does not exist.", field="message")
+        raise ClientError("not_found", gettext("That message does not exist."), field="message")
     return message
 
 
@@ -30,7 +31,7 @@ def conversation_idle(*, user, conversation_id) -> Conversation:
     """The user's conversation, refused while one of its answers is queued or running."""
     conversation = own_conversation(user=user, conversation_id=conversation_id)
     if conversation.generations.filter(status__in=Generation.ACTIVE).exists():
-        raise ClientError("busy", BUSY_MESSAGE)
+        raise ClientError("busy", str(BUSY_MESSAGE))
     return conversation
 
 
@@ -59,7 +60,7 @@ def settings_changes(*, user, settings, preset) -> dict:
     if preset is not None:
         held = selectors.preset_settings(user=user, preset=preset)
         if held is None:
-            raise ClientError("not_found", "That preset does not exist.", field="preset")
+            raise ClientError("not_found", gettext("That preset does not exist."), field="preset")
         changes.update(held)
     changes.update(validate_settings(settings))
     return changes

@@ -9,12 +9,13 @@ import time
 import redis
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
+from django.utils import formats, timezone
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from inference import broadcast, events, redis_client, selectors
 from inference.errors import ClientError
 from inference.metrics import record_generation
-from inference.models import ChatSettings, Conversation, Generation, Message
+from inference.models import Account, ChatSettings, Conversation, Generation, Message
 from inference.services.conversations import conversation_idle, own_message, settings_changes
 from inference.services.validation import validate_max_tokens, validate_sampling, validate_text, validate_ttft_ms
 from inference.worker import registry
@@ -37,12 +38,15 @@ def generation_create(
     """Store the user's message and a queued answer (committed; generation_enqueue sends it).
 
     The message continues the branch on show. settings / preset change the conversation's
-    settings first (a new conversation starts with them); max_tokens and options are this
+    settings first (a new conversation starts with them, else with the person's default
+    preset); max_tokens and options are this
     answer's own, over the conversation's settings."""
     text = validate_text(text)
+    if conversation_id is None and settings is None and preset is None:
+        preset = selectors.default_preset(user=user)  # a new chat starts with the person's default preset
     changes = settings_changes(user=user, settings=settings, preset=preset)
     max_tokens, sampling = _answer_options(max_tokens, options)
-    _check_waiting_limit(user)
+    _check_room(user)
     t_arrive_ns = time.time_ns()
     with transaction.atomic():
         if conversation_id is None:
@@ -68,9 +72,11 @@ def generation_regenerate(*, user, message_id, max_tokens=None, options=None) ->
     message = own_message(user=user, message_id=message_id)
     prompt = message.parent if message.role == Message.Role.ASSISTANT else message
     if prompt is None or message.role == Message.Role.SYSTEM:
-        raise ClientError("bad_request", "Pick an answer, or the message it answers, to regenerate.", field="message")
+        raise ClientError(
+            "bad_request", gettext("Pick an answer, or the message it answers, to regenerate."), field="message"
+        )
     max_tokens, sampling = _answer_options(max_tokens, options)
-    _check_waiting_limit(user)
+    _check_room(user)
     t_arrive_ns = time.time_ns()
     with transaction.atomic():
         conversation = conversation_idle(user=user, conversation_id=message.conversation_id)
@@ -82,10 +88,10 @@ def generation_edit(*, user, message_id, text, max_tokens=None, options=None) ->
     original, which stays (switchable)."""
     message = own_message(user=user, message_id=message_id)
     if message.role != Message.Role.USER:
-        raise ClientError("bad_request", "Only your own messages can be edited.", field="message")
+        raise ClientError("bad_request", gettext("Only your own messages can be edited."), field="message")
     text = validate_text(text)
     max_tokens, sampling = _answer_options(max_tokens, options)
-    _check_waiting_limit(user)
+    _check_room(user)
     t_arrive_ns = time.time_ns()
     with transaction.atomic():
         conversation = conversation_idle(user=user, conversation_id=message.conversation_id)
@@ -165,7 +171,7 @@ def generation_create_api(
             raise ClientError("bad_request", "The last message must come from the user (or system).", field="messages")
     max_tokens = validate_max_tokens(max_tokens)
     sampling = validate_sampling(options)
-    _check_waiting_limit(user)
+    _check_room(user)
     t_arrive_ns = time.time_ns()
     title = f"API · {client}: " + " ".join(turns[-1]["content"].split())[:TITLE_CHARS]
     with transaction.atomic():
@@ -185,6 +191,37 @@ def generation_create_api(
         )
 
 
+def _check_room(user) -> None:
+    """The one check every new answer passes, from the chat and the API alike: the person's
+    daily limits, then room in the line. Refused, no row is written and nothing starts."""
+    _check_daily_limits(user)
+    _check_waiting_limit(user)
+
+
+def _check_daily_limits(user) -> None:
+    account = Account.objects.filter(user=user).first()
+    if account is None or (account.answers_per_day is None and account.tokens_per_day is None):
+        return
+    used = selectors.usage_today(user=user)
+    resets = formats.time_format(timezone.localtime(selectors.next_day_start()), "TIME_FORMAT")
+    if account.answers_per_day is not None and used["answers"] >= account.answers_per_day:
+        raise ClientError(
+            "limit_reached",
+            ngettext(
+                "You have used today's %(limit)d answer. Your limit starts again at %(time)s.",
+                "You have used all %(limit)d of today's answers. Your limit starts again at %(time)s.",
+                account.answers_per_day,
+            )
+            % {"limit": account.answers_per_day, "time": resets},
+        )
+    if account.tokens_per_day is not None and used["tokens"] >= account.tokens_per_day:
+        raise ClientError(
+            "limit_reached",
+            gettext("You have used today's %(limit)s tokens. Your limit starts again at %(time)s.")
+            % {"limit": formats.number_format(account.tokens_per_day, force_grouping=True), "time": resets},
+        )
+
+
 def _check_waiting_limit(user) -> None:
     """Room in the line: HOMEAI_MAX_WAITING answers in all, and a share of them per person, so
     one script cannot take every place while the household waits."""
@@ -192,18 +229,23 @@ def _check_waiting_limit(user) -> None:
     waiting = queued.count()
     if waiting >= settings.HOMEAI_MAX_WAITING:
         raise ClientError(
-            "busy", f"The server is busy: {waiting} answers are already waiting. Please try again in a minute."
+            "busy",
+            gettext("The server is busy: %(n)s answers are already waiting. Please try again in a minute.")
+            % {"n": waiting},
         )
     own = queued.filter(user=user).count()
     if own >= settings.HOMEAI_MAX_WAITING_PER_USER:
         raise ClientError(
             "busy",
-            f"You already have {own} answers waiting, as many as one person may; "
-            "send this once one of them has started.",
+            gettext(
+                "You already have %(n)s answers waiting, as many as one person may; "
+                "send this once one of them has started."
+            )
+            % {"n": own},
         )
 
 
-QUEUE_DOWN_MESSAGE = (
+QUEUE_DOWN_MESSAGE = gettext_lazy(
     "The message queue is unreachable for the moment; this message is saved and will be answered as soon as it is back."
 )
 

@@ -129,7 +129,8 @@ def _interrupt(generation: Generation, message: str) -> bool:
         return False
     generation.refresh_from_db()
     record_generation(generation)
-    broadcast.publish_for(generation, [events.error(generation.id, "interrupted", message)])
+    saved = generation.message.content
+    broadcast.publish_for(generation, [events.error(generation.id, "interrupted", message, text=saved)])
     broadcast.publish_dashboard([events.request_done(generation)])
     return True
 

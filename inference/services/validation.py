@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 
 from django.conf import settings
+from django.utils import formats
+from django.utils.translation import gettext
 
 from inference.errors import ClientError
 from inference.models import ChatSettings, Conversation
@@ -29,12 +31,17 @@ SETTINGS = ChatSettings.FIELDS
 
 def validate_text(text, *, field: str = "text") -> str:
     if not isinstance(text, str):
-        raise ClientError("bad_request", "The message text must be a string.", field=field)
+        raise ClientError("bad_request", gettext("The message text must be a string."), field=field)
     if not text.strip():
-        raise ClientError("empty_message", "Type a message before sending.", field=field)
+        raise ClientError("empty_message", gettext("Type a message before sending."), field=field)
     limit = settings.HOMEAI_MAX_PROMPT_CHARS
     if len(text) > limit:
-        raise ClientError("too_long", f"Your message is {len(text):,} characters; the limit is {limit:,}.", field=field)
+        raise ClientError(
+            "too_long",
+            gettext("Your message is %(n)s characters; the limit is %(limit)s.")
+            % {"n": _count(len(text)), "limit": _count(limit)},
+            field=field,
+        )
     return text
 
 
@@ -43,7 +50,11 @@ def validate_max_tokens(value) -> int:
         return settings.HOMEAI_MAX_TOKENS
     limit = settings.HOMEAI_MAX_TOKENS_LIMIT
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit:
-        raise ClientError("bad_request", f"max_tokens must be a whole number from 1 to {limit:,}.", field="max_tokens")
+        raise ClientError(
+            "bad_request",
+            gettext("max_tokens must be a whole number from 1 to %(limit)s.") % {"limit": _count(limit)},
+            field="max_tokens",
+        )
     return value
 
 
@@ -55,18 +66,27 @@ def validate_limited_text(
     if value is None and not required:
         return ""
     if not isinstance(value, str):
-        raise ClientError("bad_request", f"{what} must be a string.", field=field)
+        raise ClientError("bad_request", gettext("%(what)s must be a string.") % {"what": what}, field=field)
     value = " ".join(value.split()) if one_line else value.strip()
     if required and not value:
-        raise ClientError("bad_request", f"{what} cannot be empty.", field=field)
+        raise ClientError("bad_request", gettext("%(what)s cannot be empty.") % {"what": what}, field=field)
     if len(value) > limit:
-        raise ClientError("too_long", f"{what} is {len(value):,} characters; the limit is {limit:,}.", field=field)
+        raise ClientError(
+            "too_long",
+            gettext("%(what)s is %(n)s characters; the limit is %(limit)s.")
+            % {"what": what, "n": _count(len(value)), "limit": _count(limit)},
+            field=field,
+        )
     return value
+
+
+def _count(n: int) -> str:
+    return formats.number_format(n, force_grouping=True)
 
 
 def validate_title(value) -> str:
     """A conversation's title, on one line."""
-    return validate_limited_text(value, field="title", what="The title", limit=TITLE_CHARS, one_line=True)
+    return validate_limited_text(value, field="title", what=gettext("The title"), limit=TITLE_CHARS, one_line=True)
 
 
 def validate_settings(values) -> dict:
@@ -86,7 +106,7 @@ def validate_settings(values) -> dict:
             raise ClientError("bad_request", f"Unknown setting {name!r}; known settings: {known}.", field=name)
         if name == "system_prompt":
             clean[name] = validate_limited_text(
-                value, field=name, what="The system prompt", limit=SYSTEM_PROMPT_CHARS, required=False
+                value, field=name, what=gettext("The system prompt"), limit=SYSTEM_PROMPT_CHARS, required=False
             )
         elif value is None:
             clean[name] = None

@@ -5,8 +5,9 @@
   "use strict";
 
   const {
-    $, el, readJson, isNum, fmtMs, fmtRate, fmtInt, copyText, copyButton, fetchJson, debounce, renderMarkdown, ReconnectingSocket,
+    $, el, readJson, isNum, say, fmtMs, fmtRate, fmtInt, copyText, copyButton, fetchJson, debounce, renderMarkdown, ReconnectingSocket,
   } = window.HomeAI;
+  const PHASE_NAMES = { queue: pgettext("phase", "queue"), load: pgettext("phase", "load"), prefill: pgettext("phase", "prefill"), decode: pgettext("phase", "decode") };
   const ui = {
     layout: $("chat-layout"), sidebarToggle: $("sidebar-toggle"), backdrop: $("sidebar-backdrop"),
     convList: $("conversation-items"), heading: $("chat-heading"), status: $("connection-status"),
@@ -64,8 +65,8 @@
 
   function showEmptyState() {
     const box = el("div", "empty-state");
-    box.append(el("h2", null, "How can I help?"),
-      el("p", null, "Answers come from the model running on your home server."));
+    box.append(el("h2", null, gettext("How can I help?")),
+      el("p", null, gettext("Answers come from the model running on your home server.")));
     ui.messages.append(box);
   }
 
@@ -84,7 +85,7 @@
     const role = record.role === "user" ? "user" : "assistant";
     const view = { role, text: record.text || "", el: el("div", `message ${role}`), textEl: el("div", "message-text") };
     view.actionsEl = el("div", "message-actions");
-    view.copyEl = copyButton("Copy", () => view.text, role === "user" ? "Copy this message" : "Copy this answer as markdown");
+    view.copyEl = copyButton(gettext("Copy"), () => view.text, role === "user" ? gettext("Copy this message") : gettext("Copy this answer as markdown"));
     setMessageId(view, record.id, record.siblings);
     if (role === "user") view.el.append(view.textEl, view.actionsEl);
     else {
@@ -125,17 +126,17 @@
   function buildActions(view) {
     const parts = [view.copyEl];
     if (view.messageId != null) {
-      if (view.role === "user") parts.push(actionButton("Edit", "Edit this message and send it again", () => openEditor(view)));
-      else parts.push(actionButton("Regenerate", "Write this answer again", () => regenerate(view)));
+      if (view.role === "user") parts.push(actionButton(gettext("Edit"), gettext("Edit this message and send it again"), () => openEditor(view)));
+      else parts.push(actionButton(gettext("Regenerate"), gettext("Write this answer again"), () => regenerate(view)));
     }
     const sib = view.siblings;
     if (sib && sib.count > 1) {
-      const what = view.role === "user" ? "message" : "answer";
+      const mine = view.role === "user";
       const box = el("span", "sibling-switch");
       box.setAttribute("role", "group");
-      box.setAttribute("aria-label", `Version ${sib.index} of ${sib.count} of this ${what}`);
-      const prev = actionButton("‹", `Previous version of this ${what}`, () => switchTo(sib.ids[sib.index - 2]));
-      const next = actionButton("›", `Next version of this ${what}`, () => switchTo(sib.ids[sib.index]));
+      box.setAttribute("aria-label", say(mine ? gettext("Version %(index)s of %(count)s of this message") : gettext("Version %(index)s of %(count)s of this answer"), { index: sib.index, count: sib.count }));
+      const prev = actionButton("‹", mine ? gettext("Previous version of this message") : gettext("Previous version of this answer"), () => switchTo(sib.ids[sib.index - 2]));
+      const next = actionButton("›", mine ? gettext("Next version of this message") : gettext("Next version of this answer"), () => switchTo(sib.ids[sib.index]));
       prev.classList.add("sibling-prev");
       next.classList.add("sibling-next");
       if (sib.index <= 1) { prev.dataset.edge = ""; prev.disabled = true; }
@@ -161,8 +162,8 @@
 
   // Sends a branch-changing frame; the server answers conversation.branch (then generation.queued).
   function sendAction(frame) {
-    if (conversationBusy()) { showBanner("Wait for the answer to finish, or stop it first."); return false; }
-    if (!sendFrame(frame)) { showBanner("Not connected to the server yet. Try again in a moment."); return false; }
+    if (conversationBusy()) { showBanner(gettext("Wait for the answer to finish, or stop it first.")); return false; }
+    if (!sendFrame(frame)) { showBanner(gettext("Not connected to the server yet. Try again in a moment.")); return false; }
     hideBanner();
     pendingAction = { sentAt: performance.now() };
     updateControls();
@@ -192,10 +193,10 @@
     const area = el("textarea", "message-editor-input");
     area.value = view.text;
     area.rows = Math.min(10, Math.max(2, view.text.split("\n").length));
-    area.setAttribute("aria-label", "Edit your message");
+    area.setAttribute("aria-label", gettext("Edit your message"));
     const bar = el("div", "message-editor-bar");
-    const cancel = el("button", "button button-secondary button-small", "Cancel");
-    const save = el("button", "button button-primary button-small", "Save & send");
+    const cancel = el("button", "button button-secondary button-small", gettext("Cancel"));
+    const save = el("button", "button button-primary button-small", gettext("Save & send"));
     cancel.type = save.type = "button";
     bar.append(cancel, save);
     editor.append(area, bar);
@@ -207,8 +208,8 @@
     };
     const submit = () => {
       const text = area.value.trim();
-      if (!text) { showBanner("Type a message first."); return; }
-      if (charLength(text) > config.max_chars) { showBanner(`Your message is over ${fmtInt(config.max_chars)} characters.`); return; }
+      if (!text) { showBanner(gettext("Type a message first.")); return; }
+      if (charLength(text) > config.max_chars) { showBanner(say(gettext("Your message is over %(n)s characters."), { n: fmtInt(config.max_chars) })); return; }
       const frame = withMaxTokens({ type: "chat.edit", message: view.messageId, text });
       if (frame) sendAction(frame);
     };
@@ -247,16 +248,16 @@
   const clearStatus = (gen) => setStatus(gen, []);
 
   function showQueued(gen, position) {
-    setStatus(gen, position > 0 ? `Queued (position ${position})` : "Starting…", { busy: true });
+    setStatus(gen, position > 0 ? say(gettext("Queued (position %(n)s)"), { n: position }) : gettext("Starting…"), { busy: true });
   }
 
   function showPrefill(gen, done, total) {
-    if (!isNum(total) || total <= 0) { setStatus(gen, "Reading prompt…", { busy: true }); return; }
+    if (!isNum(total) || total <= 0) { setStatus(gen, gettext("Reading prompt…"), { busy: true }); return; }
     const bar = el("progress", "prefill-progress");
     bar.max = total;
     bar.value = Math.min(done || 0, total);
-    bar.setAttribute("aria-label", "Prompt reading progress");
-    setStatus(gen, [bar, `Reading prompt ${fmtInt(done || 0)}/${fmtInt(total)} tokens`]);
+    bar.setAttribute("aria-label", gettext("Prompt reading progress"));
+    setStatus(gen, [bar, say(gettext("Reading prompt %(done)s/%(total)s tokens"), { done: fmtInt(done || 0), total: fmtInt(total) })]);
   }
 
   function showNotice(gen, message) {
@@ -298,9 +299,9 @@
     gen.el.classList.toggle("is-empty", status === "done" && !gen.text);
     gen.textEl.setAttribute("aria-busy", "false");
     gen.actionsEl.hidden = false;
-    if (status === "cancelled") setStatus(gen, el("span", "tag", "Stopped"));
-    else if (status === "interrupted") setStatus(gen, "Interrupted: the worker stopped mid-answer.", { kind: "warning" });
-    else if (status === "error") setStatus(gen, errorText || "Something went wrong while generating this answer.", { kind: "error" });
+    if (status === "cancelled") setStatus(gen, el("span", "tag", gettext("Stopped")));
+    else if (status === "interrupted") setStatus(gen, gettext("Interrupted: the worker stopped mid-answer."), { kind: "warning" });
+    else if (status === "error") setStatus(gen, errorText || gettext("Something went wrong while generating this answer."), { kind: "error" });
     else clearStatus(gen);
     if (metrics) {
       if (!isNum(metrics.client_ttft_ms) && isNum(gen.clientTtft)) metrics.client_ttft_ms = gen.clientTtft;
@@ -316,14 +317,14 @@
 
   function statsText(m) {
     const parts = [];
-    if (isNum(m.ttft_ms)) parts.push(`TTFT ${fmtMs(m.ttft_ms)}`);
-    if (isNum(m.prompt_tps)) parts.push(`prompt ${fmtRate(m.prompt_tps)} tok/s`);
-    if (isNum(m.output_tps)) parts.push(`output ${fmtRate(m.output_tps)} tok/s`);
-    if (isNum(m.output_tokens)) parts.push(`${fmtInt(m.output_tokens)} ${m.output_tokens === 1 ? "token" : "tokens"}`);
-    if (isNum(m.client_ttft_ms)) parts.push(`browser TTFT ${fmtMs(m.client_ttft_ms)}`);
-    if (isNum(m.cached_tokens) && m.cached_tokens > 0) parts.push(`cached ${fmtInt(m.cached_tokens)}`);
-    if (m.cold) parts.push("cold load");
-    if (m.finish_reason === "length") parts.push("max tokens reached");
+    if (isNum(m.ttft_ms)) parts.push(say(gettext("TTFT %(ms)s"), { ms: fmtMs(m.ttft_ms) }));
+    if (isNum(m.prompt_tps)) parts.push(say(gettext("prompt %(rate)s tok/s"), { rate: fmtRate(m.prompt_tps) }));
+    if (isNum(m.output_tps)) parts.push(say(gettext("output %(rate)s tok/s"), { rate: fmtRate(m.output_tps) }));
+    if (isNum(m.output_tokens)) parts.push(say(ngettext("%(n)s token", "%(n)s tokens", m.output_tokens), { n: fmtInt(m.output_tokens) }));
+    if (isNum(m.client_ttft_ms)) parts.push(say(gettext("browser TTFT %(ms)s"), { ms: fmtMs(m.client_ttft_ms) }));
+    if (isNum(m.cached_tokens) && m.cached_tokens > 0) parts.push(say(gettext("cached %(n)s"), { n: fmtInt(m.cached_tokens) }));
+    if (m.cold) parts.push(gettext("cold load"));
+    if (m.finish_reason === "length") parts.push(gettext("max tokens reached"));
     // An answer stopped while still queued has nothing worth a line.
     if (parts.length === 1 && m.output_tokens === 0) return "";
     return parts.join(" · ");
@@ -331,10 +332,10 @@
 
   function statsTooltip(m) {
     const parts = [];
-    if (isNum(m.prompt_tokens)) parts.push(`${fmtInt(m.prompt_tokens)} prompt tokens`);
-    if (isNum(m.tpot_ms)) parts.push(`${fmtMs(m.tpot_ms)} per output token`);
-    if (isNum(m.e2e_ms)) parts.push(`total ${fmtMs(m.e2e_ms)}`);
-    if (m.finish_reason) parts.push(`finish: ${m.finish_reason}`);
+    if (isNum(m.prompt_tokens)) parts.push(say(gettext("%(n)s prompt tokens"), { n: fmtInt(m.prompt_tokens) }));
+    if (isNum(m.tpot_ms)) parts.push(say(gettext("%(ms)s per output token"), { ms: fmtMs(m.tpot_ms) }));
+    if (isNum(m.e2e_ms)) parts.push(say(gettext("total %(ms)s"), { ms: fmtMs(m.e2e_ms) }));
+    if (m.finish_reason) parts.push(say(gettext("finish: %(reason)s"), { reason: m.finish_reason }));
     return parts.join(" · ");
   }
 
@@ -352,20 +353,20 @@
     const phases = Object.keys(values);
     const total = phases.reduce((sum, key) => sum + values[key], 0);
     if (total <= 0) return nodes;
-    const summary = phases.map((key) => `${key} ${fmtMs(values[key])}`).join(" · ") + ` · total ${fmtMs(total)}`;
+    const summary = phases.map((key) => `${PHASE_NAMES[key] || key} ${fmtMs(values[key])}`).join(" · ") + " · " + say(gettext("total %(ms)s"), { ms: fmtMs(total) });
     const bar = el("div", "phase-bar");
     bar.title = summary;
     bar.setAttribute("role", "img");
-    bar.setAttribute("aria-label", `Time by phase: ${summary}`);
+    bar.setAttribute("aria-label", say(gettext("Time by phase: %(summary)s"), { summary }));
     const legend = el("ul", "phase-legend");
     legend.setAttribute("aria-hidden", "true");  // the bar's label already says it
     for (const key of phases) {
       const seg = el("span", `seg seg-${key}`);
       seg.style.width = `${(values[key] / total) * 100}%`;
-      seg.title = `${key} ${fmtMs(values[key])}`;
+      seg.title = `${PHASE_NAMES[key] || key} ${fmtMs(values[key])}`;
       bar.append(seg);
       const item = el("li");
-      item.append(el("span", `dot seg-${key}`), `${key} ${fmtMs(values[key])}`);
+      item.append(el("span", `dot seg-${key}`), `${PHASE_NAMES[key] || key} ${fmtMs(values[key])}`);
       legend.append(item);
     }
     nodes.push(bar, legend);
@@ -380,7 +381,7 @@
     const active = activeOwnGen();
     const connected = Boolean(socket) && socket.open;
     ui.send.disabled = !connected || Boolean(pending) || Boolean(pendingAction) || Boolean(active);
-    ui.send.title = connected ? "" : "Waiting for the connection…";
+    ui.send.title = connected ? "" : gettext("Waiting for the connection…");
     ui.stop.hidden = !active;
     if (!active) ui.stop.disabled = false;
     updateActionButtons();
@@ -416,7 +417,7 @@
     if (!raw && !ui.maxTokens.validity.badInput) return null;
     const n = Number(raw);
     if (!Number.isInteger(n) || n < 1 || n > config.max_tokens_limit) {
-      showBanner(`Max tokens must be a whole number from 1 to ${fmtInt(config.max_tokens_limit)}, or empty for the default (${config.default_max_tokens}).`);
+      showBanner(say(gettext("Max tokens must be a whole number from 1 to %(limit)s, or empty for the default (%(default)s)."), { limit: fmtInt(config.max_tokens_limit), default: config.default_max_tokens }));
       ui.maxTokens.focus();
       return undefined;
     }
@@ -427,10 +428,10 @@
     event.preventDefault();
     if (ui.send.disabled) return;
     const text = ui.input.value.trim();
-    if (!text) { showBanner("Type a message first."); return; }
+    if (!text) { showBanner(gettext("Type a message first.")); return; }
     const length = charLength(text);
     if (length > config.max_chars) {
-      showBanner(`Your message is ${fmtInt(length)} characters; the limit is ${fmtInt(config.max_chars)}.`);
+      showBanner(say(gettext("Your message is %(n)s characters; the limit is %(limit)s."), { n: fmtInt(length), limit: fmtInt(config.max_chars) }));
       return;
     }
     const maxTokens = readMaxTokens();
@@ -439,7 +440,7 @@
     if (maxTokens !== null) frame.max_tokens = maxTokens;
     if (settingsUnsent && config.conversation == null) frame.settings = sentSettings(config.settings);
     const sentAt = performance.now();
-    if (!sendFrame(frame)) { showBanner("Not connected to the server yet. Try again in a moment."); return; }
+    if (!sendFrame(frame)) { showBanner(gettext("Not connected to the server yet. Try again in a moment.")); return; }
     hideBanner();
     const userView = renderMessage({ role: "user", text });
     pending = { userView, userEl: userView.el, text, sentAt };
@@ -462,7 +463,7 @@
     const gen = activeOwnGen();
     if (!gen || !sendFrame({ type: "chat.cancel", generation: gen.id })) return;
     ui.stop.disabled = true;  // until the server confirms with generation.done
-    setStatus(gen, "Stopping…", { busy: true });
+    setStatus(gen, gettext("Stopping…"), { busy: true });
   }
 
   /* ---------- Sidebar ---------- */
@@ -495,7 +496,7 @@
     ui.layout.classList.toggle("sidebar-open", open);
     if (ui.sidebarToggle) {
       ui.sidebarToggle.setAttribute("aria-expanded", String(open));
-      ui.sidebarToggle.setAttribute("aria-label", open ? "Hide conversations" : "Show conversations");
+      ui.sidebarToggle.setAttribute("aria-label", open ? gettext("Hide conversations") : gettext("Show conversations"));
     }
     if (open) $("new-conversation").focus();
   }
@@ -503,8 +504,8 @@
   /* ---------- The conversation's title: rename in place ---------- */
 
   function setTitle(title) {
-    ui.heading.textContent = title || "New chat";
-    document.title = `${title || "Chat"} · HomeAI`;
+    ui.heading.textContent = title || gettext("New chat");
+    document.title = `${title || gettext("Chat")} · HomeAI`;
     if (config.conversation != null) {
       const link = ui.convList && ui.convList.querySelector(`a.conversation-link[data-conversation="${config.conversation}"] .conversation-title`);
       if (link && title) link.textContent = title;
@@ -517,7 +518,7 @@
     input.type = "text";
     input.maxLength = 120;
     input.value = ui.heading.textContent;
-    input.setAttribute("aria-label", "Conversation name");
+    input.setAttribute("aria-label", gettext("Conversation name"));
     let done = false;
     const end = async (save) => {
       if (done) return;
@@ -553,7 +554,7 @@
     const seq = ++searchSeq;
     if (!query) { showSearch(false); return; }
     showSearch(true);
-    ui.searchStatus.textContent = "Searching…";
+    ui.searchStatus.textContent = gettext("Searching…");
     let data;
     try { data = await fetchJson(`/chat/search/?q=${encodeURIComponent(query)}`); } catch (e) {
       if (seq === searchSeq) ui.searchStatus.textContent = e.message;
@@ -561,12 +562,12 @@
     }
     if (seq !== searchSeq) return;  // a newer query is on its way
     const results = data.results || [];
-    ui.searchStatus.textContent = results.length ? `${results.length} ${results.length === 1 ? "chat" : "chats"} found` : "No chats match.";
+    ui.searchStatus.textContent = results.length ? say(ngettext("%(n)s chat found", "%(n)s chats found", results.length), { n: results.length }) : gettext("No chats match.");
     ui.searchItems.replaceChildren(...results.map((r) => {
       const link = el("a", "search-result");
       link.href = `/chat/${r.id}/`;
       link.dataset.conversation = String(r.id);
-      link.append(el("span", "search-title", r.title || "Untitled chat"));
+      link.append(el("span", "search-title", r.title || gettext("Untitled chat")));
       if (r.snippet) link.append(el("span", "search-snippet", r.snippet));
       const item = el("li");
       item.append(link);
@@ -633,26 +634,26 @@
     const preset = matchingPreset(values);
     const held = new Set(preset ? heldNames(preset.settings) : []);
     const parts = preset ? [preset.name] : [];
-    const say = { system_prompt: () => "System prompt", temperature: (v) => `temp ${v}`, top_p: (v) => `top p ${v}`, max_tokens: (v) => `${fmtInt(v)} tokens` };
+    const say = { system_prompt: () => gettext("System prompt"), temperature: (v) => interpolate(gettext("temp %(v)s"), { v }, true), top_p: (v) => interpolate(gettext("top p %(v)s"), { v }, true), max_tokens: (v) => interpolate(gettext("%(n)s tokens"), { n: fmtInt(v) }, true) };
     for (const [name] of SETTING_FIELDS) {
       const v = values[name];
       if (!held.has(name) && v !== null && v !== "" && v !== undefined) parts.push(say[name](v));
     }
-    return parts.length ? parts.join(" · ") : "Default settings";
+    return parts.length ? parts.join(" · ") : gettext("Default settings");
   }
 
   function showSettingsSummary() {
     const text = summariseSettings(config.settings);
     ui.settingsSummary.textContent = text;
-    const values = SETTING_FIELDS.map(([name]) => `${name}: ${config.settings[name] === null || config.settings[name] === "" ? "default" : config.settings[name]}`);
-    ui.settingsButton.title = `Chat settings (Ctrl+Shift+S)\n${values.join("\n")}`;
-    ui.settingsButton.classList.toggle("is-custom", text !== "Default settings");
+    const values = SETTING_FIELDS.map(([name, id]) => `${document.querySelector(`label[for="${id}"]`).textContent}: ${config.settings[name] === null || config.settings[name] === "" ? gettext("default") : config.settings[name]}`);
+    ui.settingsButton.title = `${gettext("Chat settings (Ctrl+Shift+S)")}\n${values.join("\n")}`;
+    ui.settingsButton.classList.toggle("is-custom", text !== gettext("Default settings"));
   }
 
   function fillPresetSelect(selected) {
-    const options = [el("option", null, "Custom")];
+    const options = [el("option", null, gettext("Custom"))];
     options[0].value = "";
-    const groups = [["Built-in", config.presets.filter((p) => p.builtin)], ["Yours", config.presets.filter((p) => !p.builtin)]];
+    const groups = [[gettext("Built-in"), config.presets.filter((p) => p.builtin)], [gettext("Yours"), config.presets.filter((p) => !p.builtin)]];
     for (const [label, list] of groups) {
       if (!list.length) continue;
       const group = el("optgroup");
@@ -676,7 +677,7 @@
       const v = values[name];
       $(id).value = v === null || v === undefined ? "" : String(v);
       const def = config.defaults[name];
-      if (name !== "system_prompt") $(id).placeholder = def == null ? "" : `${def} (default)`;
+      if (name !== "system_prompt") $(id).placeholder = def == null ? "" : say(gettext("%(value)s (default)"), { value: def });
     }
     updatePromptCount();
   }
@@ -684,7 +685,7 @@
   function updatePromptCount() {
     const limit = config.system_prompt_chars || 4000;
     const len = charLength($("setting-system-prompt").value);
-    settingsUi.count.textContent = `${fmtInt(len)} / ${fmtInt(limit)} characters`;
+    settingsUi.count.textContent = say(gettext("%(n)s / %(limit)s characters"), { n: fmtInt(len), limit: fmtInt(limit) });
     settingsUi.count.classList.toggle("over", len > limit);
   }
 
@@ -692,7 +693,7 @@
   function readSettingsForm() {
     const out = { system_prompt: $("setting-system-prompt").value.trim() };
     const limit = config.system_prompt_chars || 4000;
-    if (charLength(out.system_prompt) > limit) return settingsError(`The system prompt is over ${fmtInt(limit)} characters.`, "setting-system-prompt");
+    if (charLength(out.system_prompt) > limit) return settingsError(say(gettext("The system prompt is over %(limit)s characters."), { limit: fmtInt(limit) }), "setting-system-prompt");
     const ranges = { temperature: [0, 5, false], top_p: [0, 1, false], max_tokens: [1, config.max_tokens_limit, true] };
     for (const [name, id] of SETTING_FIELDS.slice(1)) {
       const input = $(id);
@@ -702,7 +703,7 @@
       const [low, high, whole] = ranges[name];
       if (!raw || !Number.isFinite(n) || n < low || n > high || (whole && !Number.isInteger(n))) {
         const label = document.querySelector(`label[for="${id}"]`).textContent;
-        return settingsError(`${label} must be ${whole ? "a whole number" : "a number"} from ${low} to ${fmtInt(high)}, or empty for the default.`, id);
+        return settingsError(say(whole ? gettext("%(label)s must be a whole number from %(low)s to %(high)s, or empty for the default.") : gettext("%(label)s must be a number from %(low)s to %(high)s, or empty for the default."), { label, low, high: fmtInt(high) }), id);
       }
       out[name] = n;
     }
@@ -754,7 +755,7 @@
       settingsUnsent = true;
       showSettingsSummary();
     } else if (!sendFrame({ type: "chat.settings", conversation: config.conversation, settings: sentSettings(values) })) {
-      settingsError("Not connected to the server yet. Try again in a moment.");
+      settingsError(gettext("Not connected to the server yet. Try again in a moment."));
       return;
     }
     ui.settingsDialog.close();
@@ -768,7 +769,7 @@
 
   async function savePreset() {
     const name = settingsUi.presetName.value.trim();
-    if (!name) { settingsError("Give the preset a name.", "preset-name"); return; }
+    if (!name) { settingsError(gettext("Give the preset a name."), "preset-name"); return; }
     const values = readSettingsForm();
     if (!values) return;
     try {
@@ -783,7 +784,7 @@
 
   async function deletePreset() {
     const preset = selectedPreset();
-    if (!preset || preset.builtin || !window.confirm(`Delete the preset ${preset.name}?`)) return;
+    if (!preset || preset.builtin || !window.confirm(say(gettext("Delete the preset %(name)s?"), { name: preset.name }))) return;
     try {
       await fetchJson(`/chat/presets/${preset.id}/delete/`, {});
       config.presets = config.presets.filter((p) => p !== preset);
@@ -913,8 +914,8 @@
     switch (msg.phase) {
       case "queued": showQueued(gen, msg.position); break;
       case "load":
-        if (msg.state === "start") setStatus(gen, "Loading model…", { busy: true });
-        else setStatus(gen, "Reading prompt…", { busy: true });
+        if (msg.state === "start") setStatus(gen, gettext("Loading model…"), { busy: true });
+        else setStatus(gen, gettext("Reading prompt…"), { busy: true });
         break;
       case "prefill": showPrefill(gen, msg.done, msg.total); break;
       case "decode": clearStatus(gen); gen.el.classList.add("streaming"); break;
@@ -950,6 +951,7 @@
       // bad_request naming a generation complains about our chat.ttft, not about the answer.
       if (msg.code === "bad_request") console.warn("HomeAI:", msg.message);
       else if (gen && !FINISHED.has(gen.status)) {
+        if (typeof msg.text === "string") setText(gen, msg.text);  // what was saved: what a reload shows
         finish(gen, msg.code === "interrupted" ? "interrupted" : "error", null, msg.message);
       }
       return;
@@ -962,7 +964,7 @@
       pending = null;
       if (!ui.messages.querySelector(".message")) showEmptyState();
     }
-    showBanner(msg.message || "The server could not handle that request.");
+    showBanner(msg.message || gettext("The server could not handle that request."));
     updateControls();
   }
 
@@ -1027,7 +1029,7 @@
     if (state !== "connected" && pending) {
       pending.userEl.classList.add("unconfirmed");
       pending = null;
-      showBanner("The connection dropped before your message was confirmed. Reload to check whether it was sent.", false);
+      showBanner(gettext("The connection dropped before your message was confirmed. Reload to check whether it was sent."), false);
     }
     updateControls();
   }
@@ -1047,10 +1049,10 @@
   // An answer as the page found it: waiting, still being written, or finished with its metrics.
   function showStoredState(gen, g) {
     showNotice(gen, g.notice);
-    if (g.status === "queued") setStatus(gen, "Queued", { busy: true });
+    if (g.status === "queued") setStatus(gen, gettext("Queued"), { busy: true });
     else if (g.status === "running") {
       if (gen.text) gen.el.classList.add("streaming");
-      else setStatus(gen, "Generating…", { busy: true });
+      else setStatus(gen, gettext("Generating…"), { busy: true });
     } else finish(gen, g.status, g.metrics, g.error);
   }
 
@@ -1067,7 +1069,7 @@
     ui.input.addEventListener("keydown", onKeyDown);
     ui.input.addEventListener("input", () => { autoResize(); updateCharCount(); });
     ui.stop.addEventListener("click", onStop);
-    ui.banner.title = "Click to dismiss";
+    ui.banner.title = gettext("Click to dismiss");
     ui.banner.addEventListener("click", hideBanner);
     if (ui.sidebarToggle) {
       ui.sidebarToggle.addEventListener("click", () => setSidebarOpen(!ui.layout.classList.contains("sidebar-open")));

@@ -29,32 +29,43 @@
 
   const isNum = (v) => typeof v === "number" && Number.isFinite(v);
 
+  // Numbers in the page's language (<html lang>, set by the server): "1,234.5", "1.234,5", ...
+  const LANG = document.documentElement.lang || undefined;
+  const formats = new Map();
+  function fmtNum(n, digits = 0) {
+    if (!formats.has(digits)) {
+      formats.set(digits, new Intl.NumberFormat(LANG, { minimumFractionDigits: digits, maximumFractionDigits: digits }));
+    }
+    return formats.get(digits).format(n);
+  }
+  const say = (text, values) => interpolate(text, values, true);  // say(gettext("… %(name)s …"), {name})
+
   // A duration: 0.1 ms steps below 10 ms, whole ms below a second, then seconds.
   function fmtMs(ms) {
     if (!isNum(ms)) return "–";
-    if (ms === 0) return "0 ms";
+    if (ms === 0) return say(gettext("%(n)s ms"), { n: fmtNum(0) });
     const size = Math.abs(ms);
-    if (size < 10) return `${ms.toFixed(1)} ms`;
-    if (size < 1000) return `${Math.round(ms)} ms`;
-    if (size < 10000) return `${(ms / 1000).toFixed(2)} s`;
-    return `${(ms / 1000).toFixed(1)} s`;
+    if (size < 10) return say(gettext("%(n)s ms"), { n: fmtNum(ms, 1) });
+    if (size < 1000) return say(gettext("%(n)s ms"), { n: fmtNum(ms) });
+    if (size < 10000) return say(gettext("%(n)s s"), { n: fmtNum(ms / 1000, 2) });
+    return say(gettext("%(n)s s"), { n: fmtNum(ms / 1000, 1) });
   }
 
-  const fmtRate = (r) => (!isNum(r) ? "–" : r >= 100 ? Math.round(r).toLocaleString() : r.toFixed(1));
-  const fmtInt = (n) => (isNum(n) ? Math.round(n).toLocaleString() : "–");
+  const fmtRate = (r) => (!isNum(r) ? "–" : r >= 100 ? fmtNum(r) : fmtNum(r, 1));
+  const fmtInt = (n) => (isNum(n) ? fmtNum(n) : "–");
 
   function fmtBytes(n) {
     if (!isNum(n)) return "–";
     for (const [unit, size] of [["GB", 1e9], ["MB", 1e6], ["kB", 1e3]]) {
-      if (n >= size) return `${(n / size).toFixed(n >= 100 * size ? 0 : 1)} ${unit}`;
+      if (n >= size) return `${fmtNum(n / size, n >= 100 * size ? 0 : 1)} ${unit}`;
     }
-    return `${n} B`;
+    return `${fmtNum(n)} B`;
   }
 
   function fmtCount(n) {
     if (!isNum(n)) return "–";
-    if (n >= 1e9) return `${(n / 1e9).toFixed(n >= 1e11 ? 0 : 1)} billion`;
-    if (n >= 1e6) return `${(n / 1e6).toFixed(n >= 1e8 ? 0 : 1)} million`;
+    if (n >= 1e9) return say(gettext("%(n)s billion"), { n: fmtNum(n / 1e9, n >= 1e11 ? 0 : 1) });
+    if (n >= 1e6) return say(gettext("%(n)s million"), { n: fmtNum(n / 1e6, n >= 1e8 ? 0 : 1) });
     return fmtInt(n);
   }
 
@@ -93,7 +104,7 @@
     let timer = null;
     button.addEventListener("click", async () => {
       const copied = await copyText(getText());
-      button.textContent = copied ? "Copied" : "Copy failed";
+      button.textContent = copied ? gettext("Copied") : gettext("Copy failed");
       button.dataset.copied = String(copied);
       clearTimeout(timer);
       timer = setTimeout(() => {
@@ -123,11 +134,11 @@
       Object.assign(init.headers, { "Content-Type": "application/json", "X-CSRFToken": csrfToken() });
     }
     let response;
-    try { response = await fetch(url, init); } catch (e) { throw new Error("The server could not be reached."); }
+    try { response = await fetch(url, init); } catch (e) { throw new Error(gettext("The server could not be reached.")); }
     let data = null;
     try { data = await response.json(); } catch (e) { data = null; }
     if (!response.ok) {
-      const error = new Error((data && data.message) || `The server answered ${response.status}.`);
+      const error = new Error((data && data.message) || say(gettext("The server answered %(status)s."), { status: response.status }));
       error.field = data && data.field;
       throw error;
     }
@@ -145,7 +156,7 @@
 
   /* ---------- A WebSocket that reconnects ---------- */
 
-  const STATE_LABELS = { connecting: "Connecting…", connected: "Connected", reconnecting: "Reconnecting…" };
+  const STATE_LABELS = { connecting: gettext("Connecting…"), connected: gettext("Connected"), reconnecting: gettext("Reconnecting…") };
 
   /* new ReconnectingSocket(path, options).start(): a JSON WebSocket to this host's `path` that
    * reconnects with exponential backoff (minDelayMs doubling up to maxDelayMs), and at once when the
@@ -241,7 +252,7 @@
   }
 
   window.HomeAI = Object.freeze({
-    $, el, readJson, setText, isNum, fmtMs, fmtRate, fmtInt, fmtBytes, fmtCount, copyText, copyButton,
+    $, el, readJson, setText, isNum, fmtNum, say, fmtMs, fmtRate, fmtInt, fmtBytes, fmtCount, copyText, copyButton,
     fetchJson, debounce, ReconnectingSocket,
   });
 })();

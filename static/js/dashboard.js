@@ -6,7 +6,7 @@
 (function () {
   "use strict";
 
-  const { $, el, readJson, setText, isNum, fmtMs, fmtRate, fmtInt, fmtBytes, fmtCount, ReconnectingSocket } = window.HomeAI;
+  const { $, el, readJson, setText, isNum, fmtNum, say, fmtMs, fmtRate, fmtInt, fmtBytes, fmtCount, ReconnectingSocket } = window.HomeAI;
   const root = $("dashboard");
   const TABLE_ROWS = 50;
   const REFRESH_DELAY_MS = 800;
@@ -261,13 +261,13 @@
   function renderSummary(s) {
     if (!s) return;
     setText("kpi-requests", fmtInt(s.requests));
-    setText("kpi-requests-sub", `${fmtInt(s.done)} finished`);
+    setText("kpi-requests-sub", say(gettext("%(n)s finished"), { n: fmtInt(s.done) }));
     setText("kpi-ttft", fmtMs(s.ttft_p50_ms));
-    setText("kpi-ttft-sub", isNum(s.ttft_p90_ms) ? `median · p90 ${fmtMs(s.ttft_p90_ms)}` : "median");
+    setText("kpi-ttft-sub", isNum(s.ttft_p90_ms) ? say(gettext("median · p90 %(ms)s"), { ms: fmtMs(s.ttft_p90_ms) }) : gettext("median"));
     setText("kpi-prompt", fmtRate(s.prompt_tps_p50));
     setText("kpi-output", fmtRate(s.output_tps_p50));
-    setText("kpi-ratio", isNum(s.ratio_p50) ? `${s.ratio_p50.toFixed(1)}×` : "–");
-    setText("kpi-itl", isNum(s.itl_p50_ms) ? `gap p50 ${fmtMs(s.itl_p50_ms)} · p99 ${fmtMs(s.itl_p99_ms)}` : "");
+    setText("kpi-ratio", isNum(s.ratio_p50) ? `${fmtNum(s.ratio_p50, 1)}×` : "–");
+    setText("kpi-itl", isNum(s.itl_p50_ms) ? say(gettext("gap p50 %(p50)s · p99 %(p99)s"), { p50: fmtMs(s.itl_p50_ms), p99: fmtMs(s.itl_p99_ms) }) : "");
   }
 
   function bumpRequestCount() {
@@ -280,20 +280,20 @@
     setText("why-model", (info && info.name) || "–");
     setText("why-bytes", fmtBytes(why.model_bytes));
     setText("why-params", fmtCount(why.n_params));
-    setText("why-bw", isNum(why.bandwidth_gbs) ? `${why.bandwidth_gbs.toFixed(1)} GB/s` : "–");
+    setText("why-bw", isNum(why.bandwidth_gbs) ? `${fmtNum(why.bandwidth_gbs, 1)} GB/s` : "–");
     setText("why-flops", isNum(why.gflops) ? `${fmtInt(why.gflops)} GFLOP/s` : "–");
     setText("why-decode-ceiling", isNum(why.decode_ceiling_tps) ? `≈ ${fmtRate(why.decode_ceiling_tps)} tok/s` : "–");
     setText("why-prefill-ceiling", isNum(why.prefill_ceiling_tps) ? `≈ ${fmtRate(why.prefill_ceiling_tps)} tok/s` : "–");
     const list = $("why-sentences");
     if (list) list.replaceChildren(...(why.sentences || []).map((s) => el("li", null, s)));
     let note = "";
-    if (hw && hw.gpu) note = `Hardware figures: ${hw.label} (bandwidth = bus width × memory clock; FLOP/s = FP32 cores × clock).`;
-    else if (hw && hw.host) note = `Hardware figures ${hw.label}: bandwidth = every core reading one large array; FLOP/s = a float32 matrix multiply (numpy).`;
+    if (hw && hw.gpu) note = say(gettext("Hardware figures: %(label)s (bandwidth = bus width × memory clock; FLOP/s = FP32 cores × clock)."), { label: hw.label });
+    else if (hw && hw.host) note = say(gettext("Hardware figures %(label)s: bandwidth = every core reading one large array; FLOP/s = a float32 matrix multiply (numpy)."), { label: hw.label });
     setText("why-hardware", note);
   }
 
   function renderFit(fit) {
-    setText("fit-text", fit ? fit.text : "Prompts of different lengths (warm, no model load) give the fit its slope.");
+    setText("fit-text", fit ? fit.text : gettext("Prompts of different lengths (warm, no model load) give the fit its slope."));
   }
 
   // The staff policy switch: it asks every worker to change schedule; the pressed button
@@ -306,7 +306,7 @@
       method: "POST", body, credentials: "same-origin", headers: { Accept: "application/json" },
     });
     const reply = await res.json().catch(() => ({}));
-    if (!res.ok) throw new Error(reply.error || `the server answered ${res.status}`);
+    if (!res.ok) throw new Error(reply.error || say(gettext("the server answered %(status)s"), { status: res.status }));
     return reply;
   }
 
@@ -319,13 +319,13 @@
       if (!policy) return;
       const body = new FormData(form);
       body.set("policy", policy);
-      setText("policy-status", `Switching to ${policy}…`);
+      setText("policy-status", say(gettext("Switching to %(policy)s…"), { policy }));
       try {
         await postForm(form, body);
         pendingPolicy = policy;
-        setText("policy-status", `Workers switch to ${policy} within a few seconds.`);
+        setText("policy-status", say(gettext("Workers switch to %(policy)s within a few seconds."), { policy }));
       } catch (err) {
-        setText("policy-status", `Could not switch: ${err.message}`);
+        setText("policy-status", say(gettext("Could not switch: %(error)s"), { error: err.message }));
       }
     });
   }
@@ -339,9 +339,9 @@
       button.disabled = true;
       try {
         await postForm(form, new FormData(form));
-        setText("policy-status", "Three answers start writing; a 1,500-token document follows as soon as they are. Watch the timeline and the steps.");
+        setText("policy-status", gettext("Three answers start writing; a 1,500-token document follows as soon as they are. Watch the timeline and the steps."));
       } catch (err) {
-        setText("policy-status", `Could not start: ${err.message}`);
+        setText("policy-status", say(gettext("Could not start: %(error)s"), { error: err.message }));
       } finally {
         setTimeout(() => { button.disabled = false; }, 5000);
       }
@@ -356,7 +356,7 @@
     }
     if (pendingPolicy === policy) {
       pendingPolicy = null;
-      setText("policy-status", `Now ${policy}: watch the steps and the gaps change.`);
+      setText("policy-status", say(gettext("Now %(policy)s: watch the steps and the gaps change."), { policy }));
     }
   }
 
@@ -367,28 +367,28 @@
     setText("sys-running", fmtInt(s.running));
     setText("sys-waiting", fmtInt(s.waiting));
     const engine = [];
-    engine.push(s.workers === 1 ? "1 worker" : `${fmtInt(s.workers)} workers`);
-    if (isNum(s.slots)) engine.push(`${s.slots} slots`);
+    engine.push(say(ngettext("%(n)s worker", "%(n)s workers", s.workers), { n: fmtInt(s.workers) }));
+    if (isNum(s.slots)) engine.push(say(ngettext("%(n)s slot", "%(n)s slots", s.slots), { n: fmtInt(s.slots) }));
     if (s.policy) engine.push(s.policy);
     setText("sys-engine", engine.join(" · "));
-    setText("sys-cpu", isNum(s.cpu_percent) ? `${Math.round(s.cpu_percent)}% of ${s.cpu_count} cores` : "–");
+    setText("sys-cpu", isNum(s.cpu_percent) ? say(ngettext("%(pct)s of %(n)s core", "%(pct)s of %(n)s cores", s.cpu_count), { pct: `${fmtNum(s.cpu_percent)}%`, n: s.cpu_count }) : "–");
     meter("sys-cpu-bar", s.cpu_percent);
-    setText("sys-ram", `${fmtBytes(s.ram_used_bytes)} of ${fmtBytes(s.ram_total_bytes)}`);
+    setText("sys-ram", say(gettext("%(used)s of %(total)s"), { used: fmtBytes(s.ram_used_bytes), total: fmtBytes(s.ram_total_bytes) }));
     meter("sys-ram-bar", s.ram_percent);
     const gpu = (s.gpus || [])[0];
     $("sys-gpu-item").hidden = !gpu;
     if (gpu) {
-      const vram = isNum(gpu.memory_total_bytes) ? ` · ${fmtBytes(gpu.memory_used_bytes)} of ${fmtBytes(gpu.memory_total_bytes)}` : "";
+      const vram = isNum(gpu.memory_total_bytes) ? " · " + say(gettext("%(used)s of %(total)s"), { used: fmtBytes(gpu.memory_used_bytes), total: fmtBytes(gpu.memory_total_bytes) }) : "";
       setText("sys-gpu", `${isNum(gpu.util_percent) ? gpu.util_percent + "%" : "–"}${vram}`);
       $("sys-gpu").title = gpu.name;
       meter("sys-gpu-bar", gpu.util_percent);
     }
     setText("sys-model", s.model || "–");
     const state = $("sys-state");
-    state.textContent = s.state === "warm" ? "warm" : s.state === "cold" ? "cold" : "no worker";
+    state.textContent = s.state === "warm" ? gettext("warm") : s.state === "cold" ? gettext("cold") : gettext("no worker");
     state.dataset.state = s.state;
-    setText("sys-model-sub", s.state === "warm" ? "loaded: no load time for the next request"
-      : s.state === "cold" ? "not loaded: the next request pays the load" : "start a worker to answer");
+    setText("sys-model-sub", s.state === "warm" ? gettext("loaded: no load time for the next request")
+      : s.state === "cold" ? gettext("not loaded: the next request pays the load") : gettext("start a worker to answer"));
   }
 
   function meter(id, percent) {
@@ -397,7 +397,7 @@
   }
 
   function statusPill(status) {
-    const pill = el("span", `status-pill status-${status}`, status);
+    const pill = el("span", `status-pill status-${status}`, (config.status_labels || {})[status] || status);
     return pill;
   }
 
@@ -417,9 +417,9 @@
       idCell.append(link);
       const statusCell = el("td");
       statusCell.append(statusPill(row.status || "queued"));
-      if (row.cold) statusCell.append(" ", el("span", "tag", "cold"));
+      if (row.cold) statusCell.append(" ", el("span", "tag", gettext("cold")));
       const prompt = el("td", "prompt-cell");
-      if (row.text_visible === false) prompt.append(el("span", "muted hidden-text", "hidden"));
+      if (row.text_visible === false) prompt.append(el("span", "muted hidden-text", gettext("hidden")));
       else prompt.textContent = row.prompt_preview || (ACTIVE.has(row.status) ? "…" : "");
       if (row.prompt_preview) prompt.title = row.prompt_preview;
       const tokensIn = isNum(row.prompt_tokens) ? fmtInt(row.prompt_tokens) : "–";
@@ -432,18 +432,18 @@
       return tr;
     }));
     if (!list.length) {
-      const cell = el("td", "table-empty", "No requests in this range yet. Answers appear here as they are asked.");
+      const cell = el("td", "table-empty", gettext("No requests in this range yet. Answers appear here as they are asked."));
       cell.colSpan = 10;
       const tr = el("tr");
       tr.append(cell);
       body.append(tr);
     }
-    setText("requests-note", all.size > TABLE_ROWS ? `newest ${TABLE_ROWS} of ${fmtInt(all.size)}` : "");
+    setText("requests-note", all.size > TABLE_ROWS ? say(gettext("newest %(shown)s of %(all)s"), { shown: TABLE_ROWS, all: fmtInt(all.size) }) : "");
   }
 
   function renderTokensHeader() {
     const row = selected != null ? rows.get(selected) : null;
-    setText("tokens-which", selected != null ? `· request #${selected}${row && row.username ? ` (${row.username})` : ""}` : "");
+    setText("tokens-which", selected != null ? "· " + say(gettext("request #%(id)s"), { id: selected }) + (row && row.username ? ` (${row.username})` : "") : "");
     const link = $("tokens-link");
     if (link) {
       link.hidden = selected == null;
@@ -582,7 +582,7 @@
     wirePolicySwitch();
     wireDemo();
     const status = $("live-status");
-    new ReconnectingSocket(root.dataset.wsPath, { handlers: HANDLERS, status, labels: { connected: "Live" }, onState: onConnection }).start();
+    new ReconnectingSocket(root.dataset.wsPath, { handlers: HANDLERS, status, labels: { connected: gettext("Live") }, onState: onConnection }).start();
   }
 
   init();

@@ -37,7 +37,7 @@
   md.renderer.rules.image = (tokens, idx, options, env, self) => {
     const token = tokens[idx];
     const src = token.attrGet("src") || "";
-    const label = `Image: ${self.renderInlineAsText(token.children, options, env) || src}`;
+    const label = interpolate(gettext("Image: %(name)s"), { name: self.renderInlineAsText(token.children, options, env) || src }, true);
     return `<a class="md-image" href="${escape(src)}">${escape(label)}</a>`;
   };
 
@@ -76,7 +76,7 @@
       const lang = /(?:^|\s)language-(\S+)/.exec(code.className);
       const head = el("div", "code-head");
       head.append(el("span", "code-lang", lang ? lang[1] : "code"),
-        copyButton("Copy", () => code.textContent, "Copy the code"));
+        copyButton(gettext("Copy"), () => code.textContent, gettext("Copy the code")));
       const block = el("div", "code-block");
       pre.replaceWith(block);
       block.append(head, pre);

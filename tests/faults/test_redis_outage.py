@@ -15,7 +15,7 @@ import time
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from inference.models import Generation
+from inference.models import Conversation, Generation
 from tests.support import DONE_TYPES, launch_chromium, session_cookie, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
@@ -23,6 +23,8 @@ MS = 1000
 
 WAIT = 600  # seconds: an upper bound on an event on a busy box, never a measurement
 COUNTING = "Count from 1 to 500, one number per line, and nothing else."
+# Greedy, this one runs to max tokens (400 of them measured with SmolLM2, the bundled model).
+STORY = "Write a long story about a lighthouse keeper and a storm, in ten paragraphs."
 LONG = {"max_tokens": 300, "options": {"ignore_eos": True, "temperature": 0}}
 
 
@@ -110,15 +112,18 @@ def test_after_a_redis_restart_the_streaming_answer_ends_on_screen(
 ):
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's loop; the ORM calls block
     user = make_user()
+    # Greedy sampling: the answer is the same long one on every run, so the restart lands while
+    # it streams (a sampled counting answer once stopped after 38 tokens, before the test looked).
+    chat = Conversation.objects.create(user=user, title="A story", temperature=0)
     with sync_playwright() as p:
         browser = launch_chromium(p)
         context = browser.new_context(base_url=stack.url)
         context.add_cookies([{"name": "sessionid", "value": session_cookie(user), "url": stack.url}])
         page = context.new_page()
-        page.goto("/chat/")
+        page.goto(f"/chat/{chat.id}/")
         expect(page.locator("#connection-status")).to_have_attribute("data-state", "connected", timeout=WAIT * MS)
         page.fill("#max-tokens", "400")
-        page.fill("#message-input", COUNTING)
+        page.fill("#message-input", STORY)
         page.click("#send-button")
         answer = page.locator(".message.assistant").last
         expect(answer).to_have_class(re.compile(r"\bstreaming\b"), timeout=WAIT * MS)
@@ -132,7 +137,10 @@ def test_after_a_redis_restart_the_streaming_answer_ends_on_screen(
         generation = Generation.objects.select_related("message").get(id=gid)
         assert answer.locator(".message-text").inner_text().strip()
         assert generation.message.content.strip()
-        print(f"answer {gid} ended on screen {ended_s:.1f} s after Redis came back (running at the restart: {running})")
+        print(
+            f"answer {gid} ({generation.output_tokens} tokens) ended on screen {ended_s:.1f} s after Redis"
+            f" came back (running at the restart: {running})"
+        )
 
         page.fill("#max-tokens", "8")
         page.fill("#message-input", "Name a colour.")

@@ -1,6 +1,6 @@
-"""The chat's actions in Debian's Chromium: regenerate and edit with the "2 / 2" switcher, rename,
-search, delete, the settings dialog (its system prompt reaching the request's page), the shortcuts
-overlay, and the docs' chat screenshots (HOMEAI_SCREENSHOTS=1)."""
+"""The chat's actions in Debian's Chromium: regenerate and edit with the "2 / 2" switcher, two tabs
+on one chat, rename, search, delete, the settings dialog (its system prompt reaching the request's
+page), the shortcuts overlay, and the docs' chat screenshots (HOMEAI_SCREENSHOTS=1)."""
 
 from __future__ import annotations
 
@@ -93,6 +93,27 @@ def test_edit_and_resend_shows_the_new_text_with_a_switcher_on_the_message(open_
     page.get_by_role("button", name="Cancel").click()
     expect(page.locator(".message.user .message-text")).to_have_text("Name a colour.")
     assert Message.objects.filter(role="user").count() == 2
+
+
+def test_a_second_tab_on_the_same_chat_shows_the_new_question_and_its_answer(open_chat, make_user, worker, settled):
+    user = make_user()
+    conversation = Conversation.objects.create(user=user, title="Two tabs")
+    here = open_chat(user, f"/chat/{conversation.id}/")
+    there = open_chat(user, f"/chat/{conversation.id}/")
+    elsewhere = open_chat(user, "/chat/")  # a tab on another (new) chat draws nothing of it
+    for tab in (there, elsewhere):
+        expect(tab.locator("#connection-status")).to_have_attribute("data-state", "connected", timeout=WAIT)
+
+    send(here, "Name a bird.", max_tokens=8)
+    expect(there.locator(".message.user .message-text")).to_have_text("Name a bird.", timeout=WAIT)
+    answer = there.locator(".message.assistant").last
+    expect(answer).to_have_attribute("data-status", "done", timeout=WAIT)
+    expect(answer.locator(".message-text")).to_have_text(here.locator(".message.assistant .message-text").inner_text())
+    # The tab on another chat stays as it was, and each tab still sends its own messages.
+    expect(elsewhere.locator(".message")).to_have_count(0)
+    send(there, "Name a tree.", max_tokens=8)
+    expect(here.locator(".message.assistant")).to_have_count(2, timeout=WAIT)
+    expect(here.locator(".message.assistant").last).to_have_attribute("data-status", "done", timeout=WAIT)
 
 
 def test_rename_search_and_delete_a_conversation(open_chat, make_user, live_server_url):

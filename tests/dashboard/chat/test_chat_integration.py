@@ -147,14 +147,19 @@ def test_a_killed_worker_leaves_the_partial_answer_interrupted_and_tells_the_bro
     # Let a few save intervals pass so the partial answer is on disk.
     events += sock.collect(lambda e: e["type"] == "generation.token" and e["t_ms"] > events[-1]["t_ms"] + 800, 60)
     worker.kill()
-    error = sock.collect(lambda e: e["type"] == "generation.error", timeout=15)[-1]
+    events += sock.collect(lambda e: e["type"] == "generation.error", timeout=15)
+    error = events[-1]
     assert error["generation"] == gid and error["code"] == "interrupted"
     assert "worker stopped" in error["message"]
     generation = Generation.objects.get(id=gid)
     assert generation.status == "interrupted"
     saved = Message.objects.get(id=generation.message_id).content
+    # The end carries the text as saved, which the page then shows. The stream and the save are
+    # both the one answer cut short: either may be ahead (tokens wait up to 100 ms for a frame, and
+    # the text is saved every few hundred ms), never different.
+    assert saved.strip() and error["text"] == saved
     streamed = "".join(t["text"] for t in of_type(events, "generation.token"))
-    assert saved.strip() and streamed.startswith(saved)
+    assert streamed.startswith(saved) or saved.startswith(streamed), (streamed[-80:], saved[-80:])
     assert health()["workers"]["count"] == 0
 
 

@@ -233,7 +233,7 @@ def test_on_a_phone_the_menu_holds_every_link_and_sign_out_within_the_screen(ope
         expect(sign_out).to_be_in_viewport(ratio=1)
         box = sign_out.bounding_box()
         assert 0 <= box["x"] and box["x"] + box["width"] <= PHONE["width"], path
-        for name in ("Chat", "Dashboard", "API keys", "Models", "Admin"):
+        for name in ("Chat", "Dashboard", "Settings", "Models", "People"):
             expect(page.locator(".topnav").get_by_role("link", name=name, exact=True)).to_be_in_viewport(ratio=1)
         if path.startswith("/chat/"):
             shot(page, "phone-menu")

@@ -26,12 +26,12 @@ COUNTING = "1, 2, 3, 4, 5, 6, 7,"
 MODEL = settings.HOMEAI_MODEL_PATH.name
 
 
-def _post(live_server_url: str, path: str, key: str | None, body, **headers) -> httpx.Response:
+def _post(live_server_url: str, path: str, key: str | None, body, timeout: float = 180, **headers) -> httpx.Response:
     if key:
         headers["Authorization"] = f"Bearer {key}"
     content = body if isinstance(body, (str, bytes)) else json.dumps(body)
     headers.setdefault("Content-Type", "application/json")
-    return httpx.post(live_server_url + path, content=content, headers=headers, timeout=180)
+    return httpx.post(live_server_url + path, content=content, headers=headers, timeout=timeout)
 
 
 def test_the_key_from_the_command_lists_the_configured_model(api, api_key):

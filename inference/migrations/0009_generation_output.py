@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inference', '0007_generation_attempts'),
+        ('inference', '0008_accounts_and_invites'),
     ]
 
     operations = [
