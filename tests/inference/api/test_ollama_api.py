@@ -137,7 +137,11 @@ def test_json_output_matches_the_schema_asked_for(client):
     )
     jsonschema.validate(json.loads(answer.message.content), schema)
     assert answer.done_reason == "stop"
-    free = client.generate(model=MODEL, prompt="Say hello as JSON.", format="json", options={"num_predict": 200})
+    # Free-form JSON is greedy: a grammar keeps every token valid, but a sampled open object may
+    # run on to num_predict and be cut (docs/api.md); this one closes within it on every run.
+    options = {"temperature": 0, "seed": 3, "num_predict": 200}
+    free = client.generate(model=MODEL, prompt="Say hello as JSON.", format="json", options=options)
+    assert free.done_reason == "stop", free.response[-200:]
     assert isinstance(json.loads(free.response), dict)
 
 
