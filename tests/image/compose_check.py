@@ -283,6 +283,14 @@ def step_setup(browser: Browser) -> None:
     log(f"first-run setup: admin {USERNAME!r} created from the log's one-time link")
 
 
+def step_languages() -> None:
+    """The image carries the compiled catalogs: a Korean browser gets the sign-in page in Korean."""
+    for language, title in (("ko", "로그인"), ("pt-BR", "Entrar")):
+        status, _, page = Browser().request("GET", "/accounts/login/", headers={"Accept-Language": language})
+        check(status == 200 and f"<title>{title} · HomeAI" in page, f"/accounts/login/ in {language}: {status}")
+    log("languages: the sign-in page in Korean and Portuguese")
+
+
 def chat(browser: Browser, text: str, conversation: int | None = None) -> dict:
     headers = {"Origin": BASE_URL, "Cookie": f"sessionid={browser.cookie('sessionid')}"}
     t0 = time.monotonic()
@@ -475,6 +483,7 @@ def main() -> int:
     try:
         step_start_cold()
         step_setup(browser)
+        step_languages()
         set_engine_config()
         answer = chat(browser, "Say hello to the NAS.")
         key = step_api_key(browser)
