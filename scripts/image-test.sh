@@ -54,13 +54,15 @@ start=$(date +%s)
 
 # 1. Tools.
 need=()
-for tool in podman runc mmdebstrap curl; do command -v "$tool" >/dev/null || need+=("$tool"); done
+# iptables: netavark (compose's bridge network) runs it; a fresh Debian has none, and podman
+# then fails to start any container with "netavark: No such file or directory".
+for tool in podman runc mmdebstrap curl iptables; do command -v "$tool" >/dev/null || need+=("$tool"); done
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if [ "${#need[@]}" -gt 0 ]; then
   log "apt-get install ${need[*]}"
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends podman runc catatonit mmdebstrap curl python3-venv \
-    netavark aardvark-dns uidmap >/dev/null
+    netavark aardvark-dns iptables uidmap >/dev/null
 fi
 
 # 2. Podman's settings for this host, used through environment variables only: its storage
