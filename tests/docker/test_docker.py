@@ -120,7 +120,7 @@ def test_build_context_leaves_out_local_state():
 
 
 # What /app holds in the images: the app and its entrypoint, nothing else.
-APP = {"manage.py", "docker/entrypoint.sh", "templates", "static", "homeai", "inference", "dashboard"}
+APP = {"manage.py", "docker/entrypoint.sh", "templates", "static", "locale", "homeai", "inference", "dashboard"}
 
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
