@@ -129,8 +129,7 @@ def _interrupt(generation: Generation, message: str) -> bool:
         return False
     generation.refresh_from_db()
     record_generation(generation)
-    saved = generation.message.content
-    broadcast.publish_for(generation, [events.error(generation.id, "interrupted", message, text=saved)])
+    broadcast.publish_for(generation, [events.final(generation, generation.id)])  # interrupted, with its saved text
     broadcast.publish_dashboard([events.request_done(generation)])
     return True
 
