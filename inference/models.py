@@ -37,9 +37,10 @@ class EngineConfig(models.Model):
 class ChatSettings(models.Model):
     """Settings for the answers a chat writes: empty or null means the server's default."""
 
-    FIELDS = ("system_prompt", "temperature", "top_p", "max_tokens")
+    FIELDS = ("model", "system_prompt", "temperature", "top_p", "max_tokens")
     SAMPLING_FIELDS = ("temperature", "top_p")
 
+    model = models.CharField(max_length=255, blank=True)  # a model's file name; empty: the server's default
     system_prompt = models.TextField(blank=True)  # becomes the prompt's first message (role "system")
     temperature = models.FloatField(null=True, blank=True)
     top_p = models.FloatField(null=True, blank=True)
@@ -121,7 +122,10 @@ class Generation(models.Model):
     # What the answer must be beyond free text: JSON matching a schema, or tool calls
     # (inference.engine.tools.OutputSpec); the worker builds a grammar from it.
     output = models.JSONField(default=dict, blank=True)
-    model_name = models.CharField(max_length=255, blank=True)
+    model_name = models.CharField(max_length=255, blank=True)  # the model file it was asked of (and routed by)
+    # How long the worker keeps the model loaded after this answer (Ollama's keep_alive), in
+    # seconds; negative: until evicted; null: the server's default (HOMEAI_KEEP_ALIVE).
+    keep_alive_s = models.FloatField(null=True, blank=True)
     max_tokens = models.PositiveIntegerField()
     # Per-request sampling overrides (temperature, top_p, top_k, min_p, repeat_penalty, seed, stop).
     sampling = models.JSONField(default=dict, blank=True)
@@ -151,6 +155,8 @@ class Generation(models.Model):
     tpot_ms = models.FloatField(null=True)
     prompt_tokens = models.PositiveIntegerField(null=True)
     cached_tokens = models.PositiveIntegerField(null=True)
+    # Of the cached tokens, those restored from the conversation's saved KV state (kvstore.py).
+    restored_tokens = models.PositiveIntegerField(null=True)
     output_tokens = models.PositiveIntegerField(null=True)
     prompt_tps = models.FloatField(null=True)
     output_tps = models.FloatField(null=True)
@@ -178,6 +184,7 @@ class Generation(models.Model):
         "tpot_ms",
         "prompt_tokens",
         "cached_tokens",
+        "restored_tokens",
         "output_tokens",
         "prompt_tps",
         "output_tps",
@@ -189,7 +196,7 @@ class Generation(models.Model):
         """The answer's metrics as the chat, the API and the dashboard's feed get them, with the
         time spent in each phase (phase_ms) for the phase bar."""
         values = {name: getattr(self, name) for name in self.METRIC_FIELDS}
-        return {**values, "phase_ms": phase_ms(values)}
+        return {**values, "phase_ms": phase_ms(values), "model": self.model_name}
 
     @property
     def is_active(self) -> bool:

@@ -95,22 +95,25 @@ def bad_request(message: str, param: str | None, code: str = "invalid_value") ->
     return ApiError(400, message, code=code, param=param)
 
 
-def check_model(data: dict, models: list[str], listing: str = "GET /v1/models") -> str:
-    """Accept the model we serve, or no model at all (many clients send what they were told).
-    Ollama's clients add the tag ":latest" to a name that has none."""
+def check_model(data: dict, models: dict[str, str], listing: str = "GET /v1/models") -> str:
+    """The model asked for, as the client spelled it (models: every accepted spelling -> its
+    file, the default first), or the default when none is named (many clients send what they
+    were told). Ollama's clients add the tag ":latest" to a name that has none."""
     model = data.get("model")
     if model is None or model == "":
-        return models[0]
+        return next(iter(models))
     if not isinstance(model, str):
         raise bad_request(f"model must be a string: a name from {listing}.", "model", "invalid_type")
-    if model.removesuffix(":latest") not in models:
-        raise ApiError(
-            404,
-            f"The model {model!r} does not exist here; this server runs {', '.join(models)} (see {listing}).",
-            code="model_not_found",
-            param="model",
-        )
-    return model.removesuffix(":latest")
+    for spelling in (model, model.removesuffix(":latest")):
+        if spelling in models:
+            return spelling
+    runs = ", ".join(dict.fromkeys(models.values()))
+    raise ApiError(
+        404,
+        f"The model {model!r} does not exist here; this server runs {runs} (see {listing}).",
+        code="model_not_found",
+        param="model",
+    )
 
 
 def _refuse_unsupported(data: dict, chat: bool) -> None:
@@ -377,7 +380,7 @@ def _prompt(data: dict) -> str:
     return prompt
 
 
-def parse_request(data: dict, *, chat: bool, models: list[str]) -> CompletionRequest:
+def parse_request(data: dict, *, chat: bool, models: dict[str, str]) -> CompletionRequest:
     """Check an OpenAI request body; ranges are checked again by the services that store it."""
     model = check_model(data, models)
     _refuse_unsupported(data, chat)
@@ -408,8 +411,8 @@ def from_client_error(exc: ClientError, request: CompletionRequest | None = None
         return ApiError(503, exc.message, code="server_busy")
     if exc.code == "limit_reached":  # the person's daily limit: OpenAI's "out of quota"
         return ApiError(429, exc.message, code="insufficient_quota")
-    if exc.code == "not_found":
-        return ApiError(404, exc.message, code="not_found")
+    if exc.code in ("not_found", "model_not_found"):
+        return ApiError(404, exc.message, code=exc.code, param=exc.field)
     param = exc.field
     if param in (None, "text") and request is not None:
         param = "messages" if request.chat else "prompt"

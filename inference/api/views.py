@@ -16,7 +16,6 @@ import contextvars
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import redis
 from channels.db import database_sync_to_async
@@ -31,6 +30,7 @@ from inference.api import protocol
 from inference.api.auth import api_user, authenticate, metrics_token_ok
 from inference.api.protocol import ApiError
 from inference.api.relay import GenerationEvents, final_event
+from inference.catalog import Catalog, catalog
 from inference.engine.tools import parse_calls
 from inference.errors import ClientError
 from inference.metrics import exposition
@@ -43,27 +43,9 @@ REDIS_WAIT_S = 10.0  # how long a request waits out an unreachable Redis before 
 REDIS_RETRY_S = 0.5
 
 
-@dataclass(frozen=True)
-class Serving:
-    models: list[str]  # what /v1/models lists: the configured model first, then any a worker runs
-    workers: int
-
-    @property
-    def accepted(self) -> list[str]:
-        # Also the environment's model: clients set up before a switch in the model library keep working.
-        extra = settings.HOMEAI_MODEL_PATH.name
-        return self.models + ([extra] if extra not in self.models else [])
-
-
-def serving_state() -> Serving:
-    chosen = EngineConfig.objects.filter(pk=1).values_list("model_name", flat=True).first()
-    names = [chosen or settings.HOMEAI_MODEL_PATH.name]
-    workers = registry.live_workers()
-    for status in workers.values():
-        model = status.get("model")
-        if model and model not in names:
-            names.append(model)
-    return Serving(models=names, workers=len(workers))
+def serving_state() -> Catalog:
+    """The models clients may ask for and the living workers (one reading of the heartbeats)."""
+    return catalog()
 
 
 def read_body(request: HttpRequest) -> dict:
@@ -86,11 +68,18 @@ def queue_answer(request: HttpRequest, parse, *, keyless: bool = False) -> tuple
     user = authenticate(request, keyless=keyless)
     data = read_body(request)
     state = serving_state()
-    req = parse(data, state.accepted)
+    req = parse(data, state.spellings)
+    model_name = state.spellings[req.model]
     if not state.workers:
         raise ApiError(
             503,
             "No worker is running, so nothing can write the answer. Start one (make run starts one), then retry.",
+            code="no_worker",
+        )
+    if not state.held(model_name):
+        raise ApiError(
+            503,
+            f"No worker that holds {model_name} is running right now; retry once one has started.",
             code="no_worker",
         )
     if getattr(req, "load_only", None):
@@ -104,6 +93,8 @@ def queue_answer(request: HttpRequest, parse, *, keyless: bool = False) -> tuple
             max_tokens=req.max_tokens,
             options=req.options,
             output=req.output.as_dict() if req.output else None,
+            model_name=model_name,
+            keep_alive_s=getattr(req, "keep_alive_s", None),
         )
     except ClientError as exc:
         raise protocol.from_client_error(exc, req) from None
@@ -141,7 +132,7 @@ async def _keyed_read(request: HttpRequest, build) -> HttpResponse:
 @never_cache
 async def models(request: HttpRequest) -> HttpResponse:
     return await _keyed_read(
-        request, lambda: {"object": "list", "data": [_model_object(n) for n in serving_state().models]}
+        request, lambda: {"object": "list", "data": [_model_object(n) for n in serving_state().names]}
     )
 
 
@@ -154,7 +145,7 @@ async def model_detail(request: HttpRequest, model_id: str) -> HttpResponse:
         await api_user(request)
     except ApiError as exc:
         return exc.response()
-    if model_id not in (await database_sync_to_async(serving_state)()).accepted:
+    if model_id not in (await database_sync_to_async(serving_state)()).spellings:
         unknown = ApiError(404, f"The model {model_id!r} does not exist here.", code="model_not_found", param="model")
         return unknown.response()
     return JsonResponse(_model_object(model_id))
@@ -375,7 +366,7 @@ def _props() -> dict:
             },
         },
         "total_slots": settings.HOMEAI_SLOTS * max(state.workers, 1),
-        "model_path": state.models[0],
+        "model_path": state.default,
         "modalities": {"vision": False, "audio": False},
         "build_info": "HomeAI",
     }

@@ -310,7 +310,9 @@ class Engine:
         self.scheduler.finish(seq)
         self.runner.release(seq)
         self._by_id.pop(seq.seq_id, None)
-        metrics = seq.clock.metrics(prompt_tokens=seq.prompt_len, cached_tokens=seq.num_cached)
+        metrics = seq.clock.metrics(
+            prompt_tokens=seq.prompt_len, cached_tokens=seq.num_cached, restored_tokens=seq.num_restored
+        )
         metrics["finish_reason"] = reason
         seq.emit(DoneEvent(text=seq.text, finish_reason=reason, notice=seq.notice, metrics=metrics))
 

@@ -89,6 +89,7 @@ class Sequence:
     status: SeqStatus = SeqStatus.WAITING
     prompt_tokens: list[int] = field(default_factory=list)
     num_cached: int = 0  # prompt tokens whose KV was reused, not evaluated
+    num_restored: int = 0  # of those, how many came back from a saved conversation (kvstore.py)
     num_computed: int = 0  # prompt tokens in the KV cache
     output_tokens: list[int] = field(default_factory=list)
     text: str = ""

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.utils import formats
 from django.utils.translation import gettext
 
+from inference.catalog import model_for_answer
 from inference.errors import ClientError
 from inference.models import ChatSettings, Conversation
 
@@ -104,7 +105,9 @@ def validate_settings(values) -> dict:
         if name not in SETTINGS:
             known = ", ".join(SETTINGS)
             raise ClientError("bad_request", f"Unknown setting {name!r}; known settings: {known}.", field=name)
-        if name == "system_prompt":
+        if name == "model":
+            clean[name] = _model(value)
+        elif name == "system_prompt":
             clean[name] = validate_limited_text(
                 value, field=name, what=gettext("The system prompt"), limit=SYSTEM_PROMPT_CHARS, required=False
             )
@@ -115,6 +118,16 @@ def validate_settings(values) -> dict:
         else:
             clean[name] = validate_sampling({name: value})[name]
     return clean
+
+
+def _model(value) -> str:
+    """A model's file name from any spelling a person or client uses ("smollm2:135m"); "" (or
+    null) for the server's default."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or len(value) > 255:
+        raise ClientError("bad_request", gettext("The model must be a model's name."), field="model")
+    return model_for_answer(value)
 
 
 def is_number(value) -> bool:

@@ -81,11 +81,9 @@ def generation_run(*, generation_id: int) -> None:
 
 
 def _run(generation_id: int) -> None:
-    engine = runtime.get_engine()
     claimed = Generation.objects.filter(id=generation_id, status=Generation.Status.QUEUED).update(
         status=Generation.Status.RUNNING,
         worker=registry.worker_name(),
-        model_name=engine.runner.config.model_path.name,
         attempts=F("attempts") + 1,
     )
     if claimed != 1:
@@ -103,21 +101,23 @@ def _run(generation_id: int) -> None:
         )
         if generation.raw_prompt:
             seq.raw_prompt = seq.messages[-1]["content"]
-        engine = _submit(seq, engine)
+        engine = _submit(seq, generation.model_name)
         relay.run(seq, engine)
     except Exception:
         log.exception("answer %s failed in the worker", generation_id)
         relay.fail("worker_error", WORKER_ERROR_MESSAGE)
         raise
+    finally:
+        runtime.answered(generation.model_name, generation.keep_alive_s)
 
 
-def _submit(seq: Sequence, engine: Engine) -> Engine:
-    """Hand the sequence to an engine that will run it: a model switch may have retired the one
-    this task was given, and then the runtime has built its successor."""
+def _submit(seq: Sequence, model_name: str) -> Engine:
+    """Hand the sequence to the model's engine: one that a settings change or a make-room
+    retired meanwhile refuses it, and the runtime builds its successor."""
     for _ in range(SUBMIT_ATTEMPTS):
+        engine = runtime.get_engine(model_name)
         if engine.submit(seq):
             return engine
-        engine = runtime.get_engine()
     raise RuntimeError("no engine of this worker accepts work")
 
 

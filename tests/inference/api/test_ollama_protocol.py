@@ -8,7 +8,7 @@ from inference.api import ollama
 from inference.api.ollama import OllamaWire, parse_chat, parse_generate
 from inference.api.protocol import ApiError, VisibleText, finish_reason, status_fields
 
-MODELS = ["model.gguf"]
+MODELS = {"model.gguf": "model.gguf"}
 METRICS = {
     "prompt_tokens": 30,
     "cached_tokens": 10,

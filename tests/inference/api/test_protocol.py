@@ -8,7 +8,7 @@ from inference.api import protocol
 from inference.api.protocol import ApiError, from_client_error, parse_request
 from inference.errors import ClientError
 
-MODELS = ["model.gguf"]
+MODELS = {"model.gguf": "model.gguf"}
 
 
 def test_a_chat_body_becomes_a_request_with_its_sampling_options():

@@ -57,7 +57,9 @@ def answer(db):
 
 def run_with(monkeypatch, *engines):
     queue = list(engines)
-    monkeypatch.setattr(stream.runtime, "get_engine", lambda: queue.pop(0) if len(queue) > 1 else queue[0])
+    monkeypatch.setattr(
+        stream.runtime, "get_engine", lambda model_name=None: queue.pop(0) if len(queue) > 1 else queue[0]
+    )
 
 
 def test_a_finished_answer_stores_its_text_and_metrics(answer, monkeypatch):
