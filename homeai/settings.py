@@ -188,6 +188,11 @@ HOMEAI_BATCH = env_int("HOMEAI_BATCH", 512, minimum=16, maximum=8192)
 HOMEAI_GPU_LAYERS = env_int("HOMEAI_GPU_LAYERS", 0, minimum=-1)
 HOMEAI_SLOTS = env_int("HOMEAI_SLOTS", 4, minimum=1, maximum=64)
 HOMEAI_POLICY = env_choice("HOMEAI_POLICY", "chunked", tuple(POLICIES))
+# Speculative decoding: ngram drafts by prompt lookup and verifies in the batched step (the same
+# text, fewer model steps where an answer copies its context); a request may turn it off with
+# the option speculative: false. Off by default: on a CPU a model step costs about as much per
+# token at 9 tokens as at 1, so drafts do not pay there (docs/performance.md); on for a GPU.
+HOMEAI_SPECULATION = env_choice("HOMEAI_SPECULATION", "off", ("ngram", "off"))
 # chunked: tokens per step (decodes included) until the engine has timed the running decodes;
 # then each step aims at HOMEAI_TARGET_ITL_MS when set, else at HOMEAI_STALL_FACTOR times what
 # the running decodes cost alone (0 for both: Sarathi-Serve's fixed budget). The default keeps
