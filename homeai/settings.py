@@ -206,6 +206,11 @@ HOMEAI_KV_DISK_MB = env_int("HOMEAI_KV_DISK_MB", 2048, minimum=0)
 # should serve only the models put there by hand (a GPU PC with its own large models).
 HOMEAI_BUNDLED_MODELS = env_bool("HOMEAI_BUNDLED_MODELS", True)
 HOMEAI_POLICY = env_choice("HOMEAI_POLICY", "chunked", tuple(POLICIES))
+# Speculative decoding: ngram drafts by prompt lookup and verifies in the batched step (the same
+# text, fewer model steps where an answer copies its context); a request may turn it off with
+# the option speculative: false. Off by default: on a CPU a model step costs about as much per
+# token at 9 tokens as at 1, so drafts do not pay there (docs/performance.md); on for a GPU.
+HOMEAI_SPECULATION = env_choice("HOMEAI_SPECULATION", "off", ("ngram", "off"))
 # chunked: tokens per step (decodes included) until the engine has timed the running decodes;
 # then each step aims at HOMEAI_TARGET_ITL_MS when set, else at HOMEAI_STALL_FACTOR times what
 # the running decodes cost alone (0 for both: Sarathi-Serve's fixed budget). The default keeps

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import pgettext_lazy
 
+from inference.engine.speculation import speculation_rates
 from inference.engine.timing import phase_ms
 
 
@@ -161,6 +162,11 @@ class Generation(models.Model):
     prompt_tps = models.FloatField(null=True)
     output_tps = models.FloatField(null=True)
     cold = models.BooleanField(default=False)
+    # Speculative decoding: draft tokens verified, those the sampler kept, and the model steps
+    # that gave this answer tokens (output_tokens / decode_steps is its tokens per step).
+    spec_drafted = models.PositiveIntegerField(null=True)
+    spec_accepted = models.PositiveIntegerField(null=True)
+    decode_steps = models.PositiveIntegerField(null=True)
     # Each token's time since arrival (ms); inter-token gaps are its differences.
     token_times_ms = models.JSONField(default=list, blank=True)
     token_texts = models.JSONField(default=list, blank=True)
@@ -190,13 +196,17 @@ class Generation(models.Model):
         "output_tps",
         "finish_reason",
         "cold",
+        "spec_drafted",
+        "spec_accepted",
+        "decode_steps",
     )
 
     def metrics(self) -> dict:
         """The answer's metrics as the chat, the API and the dashboard's feed get them, with the
         time spent in each phase (phase_ms) for the phase bar."""
         values = {name: getattr(self, name) for name in self.METRIC_FIELDS}
-        return {**values, "phase_ms": phase_ms(values), "model": self.model_name}
+        rates = speculation_rates(self.spec_drafted, self.spec_accepted, self.output_tokens, self.decode_steps)
+        return {**values, **rates, "phase_ms": phase_ms(values), "model": self.model_name}
 
     @property
     def is_active(self) -> bool:

@@ -32,7 +32,7 @@ from inference.engine.tools import OutputSpec, parse_calls
 VERSION = "0.12.0"
 LISTING = "GET /api/tags"
 
-SAMPLING = ("temperature", "top_p", "top_k", "min_p", "seed", "stop", "repeat_penalty")
+SAMPLING = ("temperature", "top_p", "top_k", "min_p", "seed", "stop", "repeat_penalty", "speculative")
 PENALTIES = ("frequency_penalty", "presence_penalty")
 # Options that set up the runner (context, threads, GPU, memory) rather than the answer: this
 # server's own settings decide those, and the options are ignored, as Ollama ignores unknown ones.

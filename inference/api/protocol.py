@@ -23,7 +23,7 @@ SCHEMA_CHARS = 64_000  # a JSON schema this long already makes a grammar of thou
 
 # Sampling fields we pass to the engine: OpenAI's, plus llama.cpp's widely used extensions.
 OPENAI_SAMPLING = ("temperature", "top_p", "seed", "stop", "frequency_penalty", "presence_penalty")
-EXTENSION_SAMPLING = ("top_k", "min_p", "repeat_penalty", "ignore_eos")
+EXTENSION_SAMPLING = ("top_k", "min_p", "repeat_penalty", "ignore_eos", "speculative")
 # Any other field (user, metadata, store, logit_bias, ...) is accepted and ignored, as OpenAI's
 # own models ignore some: what cannot be honoured and would change the answer is refused by name.
 

@@ -303,30 +303,32 @@ class Runner:
         return token
 
     # --- execution ---------------------------------------------------------------------------
-    def decode(self, step: Step) -> list[tuple[Sequence, int]]:
-        """Run one llama_decode for the step; returns (sequence, batch index) pairs to sample."""
+    def decode(self, step: Step) -> list[tuple[Sequence, int, tuple[int, ...]]]:
+        """Run one llama_decode for the step; returns what to sample: (sequence, batch index of
+        its first logits, its draft). A decode with a draft has logits at every position: the
+        last token's predicts draft[0], draft[0]'s predicts draft[1], and so on."""
         batch = self._batch
         i = 0
-        to_sample: list[tuple[Sequence, int]] = []
+        to_sample: list[tuple[Sequence, int, tuple[int, ...]]] = []
         for chunk in step.chunks:
             seq = chunk.seq
             if chunk.prefill:
                 start = seq.num_computed
                 tokens = seq.prompt_tokens[start : start + chunk.n_tokens]
-                wants_logits = start + chunk.n_tokens == seq.prompt_len
+                n_logits = 1 if start + chunk.n_tokens == seq.prompt_len else 0
             else:
                 start = seq.position
-                tokens = [seq.output_tokens[-1]]
-                wants_logits = True
+                tokens = [seq.output_tokens[-1], *chunk.draft]
+                n_logits = len(tokens)
             for k, token in enumerate(tokens):
                 batch.token[i] = token
                 batch.pos[i] = start + k
                 batch.n_seq_id[i] = 1
                 batch.seq_id[i][0] = seq.slot
-                batch.logits[i] = wants_logits and k == len(tokens) - 1
+                batch.logits[i] = k >= len(tokens) - n_logits
                 i += 1
-            if wants_logits:
-                to_sample.append((seq, i - 1))
+            if n_logits:
+                to_sample.append((seq, i - n_logits, chunk.draft))
         batch.n_tokens = i
         rc = llama_cpp.llama_decode(self.ctx, batch)
         if rc != 0:
@@ -379,6 +381,11 @@ class Runner:
             llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(self.ctx), slot, -1, -1)
             return False
         return True
+
+    def discard(self, seq: Sequence, start: int) -> None:
+        """Drop the sequence's KV cells from position `start` on (a draft's rejected tokens)."""
+        if not llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(self.ctx), seq.slot, start, -1):
+            raise EngineError("decode_failed", "llama.cpp could not drop a rejected draft from this answer's cache.")
 
     def release(self, seq: Sequence, *, keep_cache: bool = True) -> None:
         """Free the sequence's sampler; its KV cells stay as the slot's cache (or are dropped)."""

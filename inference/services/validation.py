@@ -24,6 +24,9 @@ SAMPLING_RANGES = {
     "presence_penalty": (float, -2.0, 2.0),
     "seed": (int, -1, 2**31 - 1),
 }
+# Switches: ignore_eos (benchmarks: write exactly max_tokens, as vLLM's ignore_eos) and
+# speculative (false: no speculative decoding for this answer, whatever the server's policy).
+BOOLEAN_OPTIONS = ("ignore_eos", "speculative")
 MAX_STOPS = 4
 SYSTEM_PROMPT_CHARS = 4000
 TITLE_CHARS = Conversation._meta.get_field("title").max_length
@@ -143,9 +146,9 @@ def validate_sampling(options) -> dict:
         raise ClientError("bad_request", 'options must be an object, e.g. {"temperature": 0.2}.', field="options")
     clean: dict = {}
     for name, value in options.items():
-        if name == "ignore_eos":  # benchmarks: write exactly max_tokens (as vLLM's ignore_eos)
+        if name in BOOLEAN_OPTIONS:
             if not isinstance(value, bool):
-                raise ClientError("bad_request", "ignore_eos must be true or false.", field=name)
+                raise ClientError("bad_request", f"{name} must be true or false.", field=name)
             clean[name] = value
             continue
         if name == "stop":
@@ -163,7 +166,7 @@ def validate_sampling(options) -> dict:
             clean["stop"] = stops
             continue
         if name not in SAMPLING_RANGES:
-            known = ", ".join([*SAMPLING_RANGES, "stop", "ignore_eos"])
+            known = ", ".join([*SAMPLING_RANGES, "stop", *BOOLEAN_OPTIONS])
             raise ClientError("bad_request", f"Unknown option {name!r}; known options: {known}.", field=name)
         kind, low, high = SAMPLING_RANGES[name]
         if not is_number(value) or (kind is int and value != int(value)) or not low <= value <= high:

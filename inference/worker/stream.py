@@ -40,8 +40,11 @@ def sampling_params(generation: Generation) -> SamplingParams:
     """The engine's sampling settings: the server's defaults under the request's own."""
     options = dict(generation.sampling)
     stop = tuple(options.pop("stop", ()))
+    # On by the server's policy, off per request (a request cannot turn it on against the policy).
+    asked = options.pop("speculative", True)
+    speculative = settings.HOMEAI_SPECULATION == "ngram" and asked
     base = {"temperature": settings.HOMEAI_TEMPERATURE, "seed": settings.HOMEAI_SEED}
-    return SamplingParams(max_tokens=generation.max_tokens, stop=stop, **{**base, **options})
+    return SamplingParams(max_tokens=generation.max_tokens, stop=stop, speculative=speculative, **{**base, **options})
 
 
 # Answer id -> the tasks of this process working on it: a counter, not a set, since a duplicate
