@@ -752,6 +752,7 @@ def markdown(result: dict) -> str:
             *(_dist(s[metric]) for metric in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")),
         )
         for scenario in result["scenarios"]
+        if "cotenant" not in scenario  # its own table, below
         for name, s in scenario["targets"].items()
     )
     intro = (
