@@ -131,15 +131,22 @@ def parse_pids(text: str, names: list[str]) -> tuple[str, tuple[int, ...]]:
     return name, pids
 
 
-def cpu_seconds(pids: tuple[int, ...]) -> float:
-    """User + system CPU time of these processes (all their threads) so far, from /proc."""
+def cpu_by_process(pids: tuple[int, ...]) -> dict[str, float]:
+    """User + system CPU seconds of each process (all its threads) so far, from /proc, by
+    "name pid" (the name is the process's comm: daphne, celery, redis-server...)."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
+    out = {}
     for pid in pids:
         with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
-    return total / ticks
+            comm, _, rest = f.read().partition("(")[2].rpartition(")")
+        fields = rest.split()
+        out[f"{comm} {pid}"] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime (14, 15 in proc(5))
+    return out
+
+
+def cpu_seconds(pids: tuple[int, ...]) -> float:
+    """User + system CPU time of these processes together so far."""
+    return sum(cpu_by_process(pids).values())
 
 
 def parse_target(text: str) -> Target:
@@ -477,9 +484,11 @@ async def _run_async(
 
         async def measure(target: Target, batch: list[str], concurrency: int, gaps: list[float]):
             """One target's share of a round: its wall time, results and CPU seconds (None without pids)."""
-            cpu0 = cpu_seconds(target.pids) if target.pids else None
+            cpu0 = cpu_by_process(target.pids) if target.pids else None
             seconds, results = await drive(sender(target), batch, concurrency=concurrency, gaps=gaps)
-            cpu = cpu_seconds(target.pids) - cpu0 if cpu0 is not None else None
+            cpu = None
+            if cpu0 is not None:
+                cpu = {name: used - cpu0[name] for name, used in cpu_by_process(target.pids).items()}
             return seconds, results, cpu
 
         scenarios = []
@@ -512,19 +521,25 @@ class Collected:
 
     results: list[RequestResult] = field(default_factory=list)
     seconds: float = 0.0
-    cpu_s: float | None = None
+    cpu_s: dict[str, float] | None = None  # by process
 
-    def add(self, seconds: float, results: list[RequestResult], cpu_s: float | None) -> None:
+    def add(self, seconds: float, results: list[RequestResult], cpu_s: dict[str, float] | None) -> None:
         self.seconds += seconds
         self.results += results
         if cpu_s is not None:
-            self.cpu_s = (self.cpu_s or 0.0) + cpu_s
+            self.cpu_s = self.cpu_s or {}
+            for name, used in cpu_s.items():
+                self.cpu_s[name] = self.cpu_s.get(name, 0.0) + used
 
     def summary(self, limits: dict[str, float]) -> dict:
         out = summarize(self.results, self.seconds, limits)
         tokens = out["output_tokens_total"]
-        out["cpu_s"] = self.cpu_s
-        out["cpu_ms_per_token"] = self.cpu_s * 1000 / tokens if self.cpu_s is not None and tokens else None
+        counted = self.cpu_s is not None and tokens
+        out["cpu_s"] = sum(self.cpu_s.values()) if self.cpu_s is not None else None
+        out["cpu_ms_per_token"] = out["cpu_s"] * 1000 / tokens if counted else None
+        out["cpu_ms_per_token_by_process"] = (
+            {name: used * 1000 / tokens for name, used in self.cpu_s.items()} if counted else None
+        )
         return out
 
 
@@ -768,6 +783,7 @@ def markdown(result: dict) -> str:
         "client − server p50 ms",
         "token counts equal",
         "CPU ms per token",
+        "of which, by process",
     )
     server_rows = (
         (
@@ -778,6 +794,7 @@ def markdown(result: dict) -> str:
             num(s["ttft_client_minus_server_ms"]["p50"], 1),
             f"{s['tokens_match']}/{s['tokens_counted']}",
             num(s.get("cpu_ms_per_token"), 2),
+            ", ".join(f"{n} {num(ms, 2)}" for n, ms in (s.get("cpu_ms_per_token_by_process") or {}).items()) or "–",
         )
         for scenario in result["scenarios"]
         if "cotenant" not in scenario

@@ -88,9 +88,11 @@ def test_server_side_figures_sit_beside_the_clients():
     assert summary["ttft_client_minus_server_ms"]["p50"] == pytest.approx((6 + 20) / 2)
     assert (summary["tokens_match"], summary["tokens_counted"]) == (1, 2)
     run = serving.Collected()
-    run.add(1.0, [homeai], 0.2)
-    run.add(1.0, [homeai], 0.2)
-    assert run.summary({})["cpu_ms_per_token"] == pytest.approx(400 / 8)
+    run.add(1.0, [homeai], {"daphne 10": 0.05, "celery 11": 0.15})
+    run.add(1.0, [homeai], {"daphne 10": 0.05, "celery 11": 0.15})
+    summary = run.summary({})
+    assert summary["cpu_ms_per_token"] == pytest.approx(400 / 8)
+    assert summary["cpu_ms_per_token_by_process"] == pytest.approx({"daphne 10": 100 / 8, "celery 11": 300 / 8})
     assert serving.Collected(results=[homeai], seconds=1.0).summary({})["cpu_ms_per_token"] is None
 
 
@@ -102,6 +104,8 @@ def test_cpu_counts_name_a_target_and_its_processes():
     with pytest.raises(ValueError, match="no target named 'peer'"):
         serving.parse_pids("peer=12", ["homeai"])
     assert serving.cpu_seconds((os.getpid(),)) > 0
+    [(name, used)] = serving.cpu_by_process((os.getpid(),)).items()
+    assert name.endswith(f" {os.getpid()}") and used > 0  # "python 1234": the process's name and id
 
 
 def test_llama_server_is_set_up_as_homeais_worker_sets_up_llama_cpp(tmp_path):
