@@ -469,6 +469,10 @@ def _rate(n: int, ms: float | None) -> float | None:
 def timings(metrics: dict) -> dict:
     """llama.cpp's `timings` object (same names and meanings as llama-server), plus our phases.
 
+    ttft_ms: from the request's arrival at the web server to the first token's bytes handed to
+    the client's socket when streamed (delivery_ms of it after the worker had the token), to the
+    worker's first token when not.
+
     prompt_n counts evaluated prompt tokens and cache_n the reused prefix, as llama-server
     does; predicted_ms runs from the end of prefill to the last token, so it covers all
     predicted_n tokens.
@@ -490,6 +494,7 @@ def timings(metrics: dict) -> dict:
         "queue_ms": metrics.get("queue_ms"),
         "load_ms": metrics.get("load_ms"),
         "ttft_ms": metrics.get("ttft_ms"),
+        "delivery_ms": metrics.get("delivery_ms"),
         "tpot_ms": metrics.get("tpot_ms"),
         "e2e_ms": metrics.get("e2e_ms"),
     }

@@ -25,6 +25,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 
+from homeai.arrival import arrived_ns
 from inference import events, watchdog
 from inference.api import protocol
 from inference.api.auth import api_user, authenticate, metrics_token_ok
@@ -95,6 +96,7 @@ def queue_answer(request: HttpRequest, parse, *, keyless: bool = False) -> tuple
             output=req.output.as_dict() if req.output else None,
             model_name=model_name,
             keep_alive_s=getattr(req, "keep_alive_s", None),
+            t_arrive_ns=arrived_ns(request),
         )
     except ClientError as exc:
         raise protocol.from_client_error(exc, req) from None
@@ -168,6 +170,8 @@ class Answer:
         self.events = GenerationEvents(generation.id)
         self.finished = False
         self._ended = False
+        self.first_sent_ns: int | None = None  # wall clock, once the answer's first bytes went to the socket
+        self.served_ttft_ms: float | None = None
 
     async def start(self) -> None:
         """Subscribe, then send the task: the first token cannot beat the subscription."""
@@ -183,6 +187,10 @@ class Answer:
                 # The client left (or this server failed) before the answer ended: stop it.
                 await database_sync_to_async(generations.generation_cancel)(
                     user=self.user, generation_id=self.generation_id
+                )
+            elif self.served_ttft_ms is not None:
+                await database_sync_to_async(generations.generation_set_served_ttft)(
+                    generation_id=self.generation_id, ttft_ms=self.served_ttft_ms
                 )
         except Exception:
             log.warning("could not cancel generation %s", self.generation_id, exc_info=True)
@@ -239,13 +247,30 @@ class Answer:
                         # Text the stop-string filter held back until the end was never sent as a token.
                         final = event.get("text") or ""
                         calls = parse_calls(final)[1] if self.tools else []
-                        out.append(self.wire.end(event, visible.rest(final, calls), calls))
+                        out.append(self.wire.end(self._served(event), visible.rest(final, calls), calls))
                     elif kind == events.ERROR:
                         out.append(self.wire.error(protocol.from_engine_error(event["code"], event["message"])))
                 if out:
                     yield b"".join(out)
+                    # Resumed once the server has taken the bytes (ASGI send returned): they are
+                    # with the client's socket.
+                    self.first_sent_ns = self.first_sent_ns or time.time_ns()
         finally:
             await self.end()
+
+    def _served(self, done: dict) -> dict:
+        """The end event with the time to first token as the client got it: from the request's
+        arrival at the web server to the answer's first bytes handed to the client's socket (now,
+        when they go out with the end), both on this process's clock. delivery_ms is the part
+        after the worker's first token (relay, Redis, this server); the worker's phases join
+        this clock at the arrival, as its own ttft_ms does."""
+        metrics = dict(done.get("metrics") or {})
+        sent = self.first_sent_ns or time.time_ns()
+        self.served_ttft_ms = (sent - self.generation.t_arrive_ns) / 1e6
+        worker_ttft = metrics.get("ttft_ms")
+        metrics["delivery_ms"] = None if worker_ttft is None else self.served_ttft_ms - worker_ttft
+        metrics["ttft_ms"] = self.served_ttft_ms
+        return {**done, "metrics": metrics}
 
 
 async def _primed(first: bytes, rest) -> AsyncIterator[bytes]:

@@ -157,10 +157,12 @@ def generation_create_api(
     output: dict | None = None,
     model_name: str = "",
     keep_alive_s: float | None = None,
+    t_arrive_ns: int | None = None,
 ) -> Generation:
     """An API request (OpenAI's or Ollama's): its messages (or raw prompt) become an API
     conversation; output says what the answer must be (engine.tools.OutputSpec.as_dict);
-    model_name the model file asked for (the default one when empty)."""
+    model_name the model file asked for (the default one when empty); t_arrive_ns is when the
+    request reached the web server (default: now)."""
     if (messages is None) == (prompt is None):
         raise ClientError("bad_request", "Give either messages or a prompt.", field="messages")
     if prompt is not None:
@@ -181,7 +183,7 @@ def generation_create_api(
     max_tokens = validate_max_tokens(max_tokens)
     sampling = validate_sampling(options)
     _check_room(user)
-    t_arrive_ns = time.time_ns()
+    t_arrive_ns = t_arrive_ns or time.time_ns()
     title = f"API · {client}: " + " ".join(turns[-1]["content"].split())[:TITLE_CHARS]
     with transaction.atomic():
         conversation = Conversation.objects.create(user=user, title=title[:120], source=Conversation.Source.API)
@@ -296,6 +298,13 @@ def generation_cancel(*, user, generation_id) -> None:
             raise ClientError(
                 "unavailable", "The answer cannot be stopped right now (the message queue is unreachable); try again."
             ) from None
+
+
+def generation_set_served_ttft(*, generation_id: int, ttft_ms: float) -> None:
+    """Store a streamed API answer's time to first token as its client got it (arrival at the web
+    server to the first bytes on the socket), over the worker's: the web measures it, and stores
+    it once the answer has ended, after the worker's final write."""
+    Generation.objects.filter(id=generation_id).update(ttft_ms=validate_ttft_ms(ttft_ms))
 
 
 def generation_set_client_ttft(*, user, generation_id, ttft_ms) -> None:
