@@ -69,11 +69,17 @@ def test_greedy_free_writing_is_the_same(engine):
     assert spec.text == plain.text and spec.metrics["output_tokens"] == plain.metrics["output_tokens"]
 
 
-def test_a_seeded_sampled_answer_is_the_same(engine):
+def test_a_seeded_sampled_answer_drafts_and_each_token_is_the_samplers_pick(engine):
+    """Sampled answers speculate too. Their text is not compared with plain decoding's: every
+    token is one call of the same seeded sampler (tests/engine/test_speculation.py checks that
+    rule exactly, on a scripted runner), but a 9-token batch gives llama.cpp slightly different
+    logits than a 1-token one, and a sampled draw that lands near a boundary flips (it did here,
+    once in three runs). Greedy answers, whose ties are rarer, are compared above."""
     seeded = SamplingParams(max_tokens=120, temperature=0.8, top_k=40, top_p=0.95, seed=1234, repeat_penalty=1.1)
     plain, spec = both(engine, CODE_EDIT, seeded)
-    assert spec.text == plain.text
-    assert spec.metrics["spec_drafted"] > 0
+    assert spec.text and plain.text
+    assert spec.metrics["spec_drafted"] > 0 and spec.metrics["spec_accepted"] > 0
+    assert spec.metrics["decode_steps"] < spec.metrics["output_tokens"]
 
 
 def test_max_tokens_and_a_stop_string_inside_an_accepted_run_end_where_they_would(engine):

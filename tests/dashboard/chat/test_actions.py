@@ -147,7 +147,7 @@ def test_a_system_prompt_and_the_sampling_settings_reach_the_model(worker, make_
     assert changed == {
         "type": "conversation.settings",
         "conversation": conversation,
-        "settings": {"system_prompt": pirate, "temperature": 0.5, "top_p": 0.9, "max_tokens": None},
+        "settings": {"model": "", "system_prompt": pirate, "temperature": 0.5, "top_p": 0.9, "max_tokens": None},
     }
     refused = reply(sock, {"type": "chat.settings", "conversation": conversation, "settings": {"top_p": 3}})
     assert refused["code"] == "bad_request" and "top_p must be a number from 0.0 to 1.0" in refused["message"]
