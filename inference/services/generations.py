@@ -302,9 +302,10 @@ def generation_cancel(*, user, generation_id) -> None:
 
 def generation_set_served_ttft(*, generation_id: int, ttft_ms: float) -> None:
     """Store a streamed API answer's time to first token as its client got it (arrival at the web
-    server to the first bytes on the socket), over the worker's: the web measures it, and stores
-    it once the answer has ended, after the worker's final write."""
-    Generation.objects.filter(id=generation_id).update(ttft_ms=validate_ttft_ms(ttft_ms))
+    server to the first bytes on the socket) as the answer's client-side TTFT, beside the
+    engine's (`ttft_ms`, which /metrics counts), as a browser's own measure is: the web measures
+    it and stores it once the answer has ended, after the worker's final write."""
+    Generation.objects.filter(id=generation_id).update(client_ttft_ms=validate_ttft_ms(ttft_ms))
 
 
 def generation_set_client_ttft(*, user, generation_id, ttft_ms) -> None:
