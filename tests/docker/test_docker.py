@@ -155,6 +155,17 @@ def test_image_copies_only_the_app_and_is_built_with_portable_flags(dockerfile):
     assert "GGML_NATIVE=ON" not in text and "native" not in re.sub(r"#.*", "", text)
 
 
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_images_carry_the_postgresql_driver(dockerfile):
+    """DATABASE_URL=postgres://... works in both images: psycopg with its own libpq is pinned
+    in requirements.txt, which both install, and the build stops if it does not import."""
+    requirements = (ROOT / "requirements.txt").read_text()
+    assert re.search(r"^psycopg\[binary\]==\d+\.\d+\.\d+$", requirements, re.MULTILINE)
+    text = dockerfile.read_text()
+    assert "pip install --no-cache-dir -r /tmp/requirements.txt" in text
+    assert "python -c 'import psycopg;" in text
+
+
 def _cmake_args(arch: str, **env: str) -> list[str]:
     result = subprocess.run(
         ["sh", str(DOCKER / "llama-cmake-args.sh"), arch],
