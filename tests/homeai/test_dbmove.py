@@ -3,9 +3,9 @@
 The source is a real SQLite file with people, their settings and limits, conversations with
 branched message trees, answers with their metrics, presets, API keys, invites, the engine
 config, sessions, groups and permissions. The target is a database created on the PostgreSQL
-server the suite can reach (the suite's own under `make test-postgres`, else
-HOMEAI_TEST_POSTGRES_URL, by default postgres://postgres@127.0.0.1:5432/postgres); without one
-these tests are skipped with the reason.
+server the suite can reach (the suite's own under `make test-postgres`, else the one at
+TEST_POSTGRES_URL, by default postgres://postgres@127.0.0.1:5432/homeai, as for `make
+test-postgres`); without one these tests are skipped with the reason.
 """
 
 from __future__ import annotations
@@ -38,13 +38,13 @@ SOURCE, TARGET = dbmove.SOURCE, dbmove.TARGET
 
 
 def _server_url() -> str:
-    """The PostgreSQL server's maintenance database, as a URL."""
+    """A URL of the PostgreSQL server (its database part is replaced)."""
     default = settings.DATABASES["default"]
     if default["ENGINE"] == "django.db.backends.postgresql":
         user, password = default["USER"], default["PASSWORD"]
         auth = f"{user}:{password}@" if password else f"{user}@"
         return f"postgres://{auth}{default['HOST'] or '127.0.0.1'}:{default['PORT'] or 5432}/postgres"
-    return os.environ.get("HOMEAI_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    return os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/homeai")
 
 
 @pytest.fixture
@@ -52,11 +52,11 @@ def postgres_url(request):
     """A new, empty PostgreSQL database for this test, dropped after it."""
     server = _server_url()
     try:
-        admin = psycopg.connect(server, autocommit=True, connect_timeout=5)
+        admin = psycopg.connect(server, dbname="postgres", autocommit=True, connect_timeout=5)
     except psycopg.Error as exc:
         pytest.skip(
             f"no PostgreSQL at {redact_url(server)} ({str(exc).strip()}): `make test-postgres` starts "
-            "one, or set HOMEAI_TEST_POSTGRES_URL"
+            "one, or set TEST_POSTGRES_URL"
         )
     name = f"test_move_{settings.TEST_RUN_NAME}"[:63]
     drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
