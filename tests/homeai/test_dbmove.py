@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import os
 from datetime import timedelta
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import psycopg
 import pytest
@@ -42,13 +42,13 @@ def _server_url() -> str:
     default = settings.DATABASES["default"]
     if default["ENGINE"] == "django.db.backends.postgresql":
         user, password = default["USER"], default["PASSWORD"]
-        auth = f"{user}:{password}@" if password else f"{user}@"
+        auth = f"{quote(user, safe='')}:{quote(password, safe='')}@" if password else f"{quote(user, safe='')}@"
         return f"postgres://{auth}{default['HOST'] or '127.0.0.1'}:{default['PORT'] or 5432}/postgres"
     return os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/homeai")
 
 
 @pytest.fixture
-def postgres_url(request):
+def postgres_url():
     """A new, empty PostgreSQL database for this test, dropped after it."""
     server = _server_url()
     try:
