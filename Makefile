@@ -15,7 +15,7 @@ NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 export CMAKE_ARGS ?= -DGGML_NATIVE=ON -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
 endif
 
-.PHONY: run test test-postgres image-test install install-dev system-deps system-deps-test model lint messages clean
+.PHONY: run test test-postgres image-test install install-dev system-deps system-deps-test model lint messages clean llama-server
 
 run: system-deps install model
 	@scripts/run.sh
@@ -65,6 +65,12 @@ messages: install
 	$(BIN)/python manage.py makemessages $(LANGS) --no-obsolete -i .venv -i tests -i bench -i docker -i data -i scripts -i static
 	$(BIN)/python manage.py makemessages -d djangojs $(LANGS) --no-obsolete -i .venv -i static/vendor -i data
 	$(BIN)/python manage.py compilemessages -i .venv -i data
+
+# llama.cpp's own llama-server (and llama-bench, llama-batched-bench), built from the pinned
+# llama-cpp-python sdist's vendor/llama.cpp into build/llama.cpp/bin: the serving benchmark's peer
+# (manage.py bench_serving --llama-server). About 12 minutes on 2 cores, then cached.
+llama-server:
+	@scripts/llama-server.sh
 
 lint: install-dev
 	$(BIN)/ruff check .

@@ -30,7 +30,7 @@ from django.test import Client
 from playwright.sync_api import sync_playwright
 from websockets.sync.client import connect as ws_connect
 
-from bench.report import machine, num, table
+from bench.report import machine, num, table, write_json
 from inference.models import Conversation, Generation
 from tests.support import CHROMIUM, CHROMIUM_ARGS, free_port
 
@@ -226,7 +226,4 @@ def markdown(result: dict) -> str:
 
 
 def write(result: dict, out_dir: Path) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "chat_render.json"
-    path.write_text(json.dumps(result, indent=2))
-    return path
+    return write_json(result, out_dir, "chat_render")

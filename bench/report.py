@@ -59,3 +59,11 @@ def write(result: dict, fig: go.Figure, out_dir: Path, name: str, *, title: str,
     html_path = out_dir / f"{name}.html"
     fig.write_html(html_path, include_plotlyjs=True, full_html=True)
     return json_path, html_path
+
+
+def write_json(result: dict, out_dir: Path, name: str) -> Path:
+    """The result as out_dir/<name>.json (the folder made if missing)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.json"
+    path.write_text(json.dumps(result, indent=2))
+    return path

@@ -9,7 +9,13 @@ Targets run interleaved: each round sends the same prompts to every target, in a
 that rotates, so a noisy neighbour on a shared machine hurts all of them alike.
 
 The "raw" target is llama-cpp-python's `Llama.generate` loop in this process, with the same
-model and threads, one request at a time: the ceiling no server on this box can beat.
+model and threads, one request at a time: the ceiling no server on this box can beat. The
+"llama-server" target is llama.cpp's own server (`make llama-server`), started with the same
+model, threads, slots, context per slot and batch as HomeAI's worker: the peer to match.
+
+Beside the client's clock: each server's own `timings` (its TTFT and how far the client's is
+above it), whether the tokens a server counts equal the chunks that carried text, and, for
+targets with process ids, their CPU time per streamed token (from /proc, the whole stack's).
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ import plotly.graph_objects as go
 from bench.report import figure, machine, num, percentile, table, write
 
 RAW = "raw"
+LLAMA_SERVER = "llama-server"
+LLAMA_SERVER_BIN = Path(__file__).resolve().parent.parent / "build" / "llama.cpp" / "bin" / "llama-server"
 SLO_NAMES = ("ttft_ms", "tpot_ms", "e2e_ms")
 PERCENTILES = (50, 90, 99)
 
@@ -62,6 +70,7 @@ class Target:
     name: str
     url: str | None = None  # an OpenAI-compatible base URL ending in /v1; None for the raw engine
     api_key: str | None = None
+    pids: tuple[int, ...] = ()  # the processes serving it: their CPU time is counted per token
 
     @property
     def is_raw(self) -> bool:
@@ -87,6 +96,7 @@ class ServingConfig:
     model_id: str | None = None
     timeout_s: float = 600.0
     warmup: bool = True
+    cotenant_doc_tokens: int = 0  # > 0: also three chats beside one document of this many tokens
 
 
 def parse_goodput(text: str | None) -> dict[str, float]:
@@ -104,6 +114,39 @@ def parse_goodput(text: str | None) -> dict[str, float]:
         except ValueError:
             raise ValueError(f"The goodput limit {name} needs a number of milliseconds, not {value!r}.") from None
     return limits
+
+
+def parse_pids(text: str, names: list[str]) -> tuple[str, tuple[int, ...]]:
+    """ "homeai=812,813,90" -> ("homeai", (812, 813, 90)): the processes whose CPU a target uses."""
+    name, sep, ids = text.partition("=")
+    name = name.strip()
+    try:
+        pids = tuple(int(p) for p in ids.split(",") if p.strip())
+    except ValueError:
+        pids = ()
+    if not sep or not pids or min(pids) < 1:
+        raise ValueError(f"Process ids are given as NAME=PID[,PID...], e.g. homeai=812,813 (got {text!r}).")
+    if name not in names:
+        raise ValueError(f"--cpu {text}: there is no target named {name!r} (targets: {', '.join(names) or 'none'}).")
+    return name, pids
+
+
+def cpu_by_process(pids: tuple[int, ...]) -> dict[str, float]:
+    """User + system CPU seconds of each process (all its threads) so far, from /proc, by
+    "name pid" (the name is the process's comm: daphne, celery, redis-server...)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            comm, _, rest = f.read().partition("(")[2].rpartition(")")
+        fields = rest.split()
+        out[f"{comm} {pid}"] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime (14, 15 in proc(5))
+    return out
+
+
+def cpu_seconds(pids: tuple[int, ...]) -> float:
+    """User + system CPU time of these processes together so far."""
+    return sum(cpu_by_process(pids).values())
 
 
 def parse_target(text: str) -> Target:
@@ -172,6 +215,15 @@ class RequestResult:
     itl_s: list[float] = field(default_factory=list)
     text: str = ""
     server_timings: dict | None = None
+    text_chunks: int = 0  # stream chunks that carried text
+    counted_tokens: int | None = None  # what the server said it sent (usage.completion_tokens)
+
+    @property
+    def server_ttft_ms(self) -> float | None:
+        """The server's own TTFT: HomeAI's ttft_ms; llama-server has none, its prompt_ms (prompt
+        start to the first token sampled) is the nearest."""
+        t = self.server_timings or {}
+        return t.get("ttft_ms") if t.get("ttft_ms") is not None else t.get("prompt_ms")
 
     @property
     def tpot_s(self) -> float | None:
@@ -258,8 +310,9 @@ async def http_request(client, target: Target, cfg: ServingConfig, prompt: str, 
     result.ttft_s = times[0] - start
     result.e2e_s = end - start
     result.itl_s = [b - a for a, b in zip(times, times[1:], strict=False)]
+    result.text_chunks = len(times)
     if usage and usage.get("completion_tokens"):
-        result.output_tokens = int(usage["completion_tokens"])
+        result.output_tokens = result.counted_tokens = int(usage["completion_tokens"])
     elif tokenizer.kind == "model":
         result.output_tokens = max(tokenizer.count(result.text), len(times))
     else:
@@ -379,6 +432,7 @@ def summarize(results: list[RequestResult], duration_s: float, limits: dict[str,
     ok = [r for r in results if r.ok]
     output = sum(r.output_tokens for r in ok)
     good = sum(1 for r in ok if meets(r, limits)) if limits else None
+    server_ttft = [r.server_ttft_ms for r in ok if r.server_ttft_ms is not None]
     return {
         "completed": len(ok),
         "failed": len(results) - len(ok),
@@ -395,9 +449,15 @@ def summarize(results: list[RequestResult], duration_s: float, limits: dict[str,
         "tpot_ms": _stats([r.tpot_s * 1000 for r in ok if r.tpot_s is not None]),
         "itl_ms": _stats([gap * 1000 for r in ok for gap in r.itl_s]),
         "e2e_ms": _stats([r.e2e_s * 1000 for r in ok]),
-        "server_ttft_ms_mean": _stats(
-            [r.server_timings["ttft_ms"] for r in ok if r.server_timings and r.server_timings.get("ttft_ms")]
-        )["mean"],
+        "server_ttft_ms_mean": _stats(server_ttft)["mean"],
+        "server_ttft_ms": _stats(server_ttft),
+        # Per request, how far the client's TTFT is above the server's own (on loopback: the
+        # part of the wait the server does not see).
+        "ttft_client_minus_server_ms": _stats(
+            [r.ttft_s * 1000 - r.server_ttft_ms for r in ok if r.server_ttft_ms is not None]
+        ),
+        "tokens_counted": sum(1 for r in ok if r.counted_tokens is not None),
+        "tokens_match": sum(1 for r in ok if r.counted_tokens is not None and r.counted_tokens == r.text_chunks),
     }
 
 
@@ -405,7 +465,7 @@ def summarize(results: list[RequestResult], duration_s: float, limits: dict[str,
 
 
 async def _run_async(
-    cfg: ServingConfig, prompts: list[str], tokenizer: Tokenizer, raw: RawEngine | None, log
+    cfg: ServingConfig, prompts: list[str], docs: list[str], tokenizer: Tokenizer, raw: RawEngine | None, log
 ) -> list[dict]:
     limits = httpx.Limits(max_connections=max(cfg.concurrency) * 2 + 4, max_keepalive_connections=0)
     async with httpx.AsyncClient(limits=limits, timeout=cfg.timeout_s) as client:
@@ -422,47 +482,108 @@ async def _run_async(
                 if not warm.ok:
                     raise RuntimeError(f"The target {target.name} failed its warm-up request: {warm.error}")
 
+        async def measure(target: Target, batch: list[str], concurrency: int, gaps: list[float]):
+            """One target's share of a round: its wall time, results and CPU seconds (None without pids)."""
+            cpu0 = cpu_by_process(target.pids) if target.pids else None
+            seconds, results = await drive(sender(target), batch, concurrency=concurrency, gaps=gaps)
+            cpu = None
+            if cpu0 is not None:
+                cpu = {name: used - cpu0[name] for name, used in cpu_by_process(target.pids).items()}
+            return seconds, results, cpu
+
         scenarios = []
         rng = random.Random(cfg.seed)
         rounds = max(1, min(cfg.rounds, len(prompts)))
         for concurrency in cfg.concurrency:
-            collected = {t.name: [] for t in cfg.targets}
-            durations = {t.name: 0.0 for t in cfg.targets}
+            runs = {t.name: Collected() for t in cfg.targets}
             for r in range(rounds):
                 batch = prompts[r * len(prompts) // rounds : (r + 1) * len(prompts) // rounds]
                 gaps = arrival_gaps(len(batch), cfg.request_rate, rng)  # the same schedule for every target
-                order = cfg.targets[r % len(cfg.targets) :] + cfg.targets[: r % len(cfg.targets)]
-                for target in order:
+                for target in _rotated(cfg.targets, r):
                     log(f"concurrency {concurrency}, round {r + 1}/{rounds}: {target.name} ({len(batch)} requests)")
-                    seconds, results = await drive(sender(target), batch, concurrency=concurrency, gaps=gaps)
-                    durations[target.name] += seconds
-                    collected[target.name] += results
+                    runs[target.name].add(*await measure(target, batch, concurrency, gaps))
             scenarios.append(
                 {
                     "concurrency": concurrency,
                     "request_rate": None if math.isinf(cfg.request_rate) else cfg.request_rate,
-                    "targets": {
-                        name: summarize(results, durations[name], cfg.goodput) for name, results in collected.items()
-                    },
-                    "requests": {
-                        name: [
-                            {
-                                "ok": x.ok,
-                                "error": x.error,
-                                "prompt_tokens": x.prompt_tokens,
-                                "output_tokens": x.output_tokens,
-                                "ttft_ms": None if x.ttft_s is None else x.ttft_s * 1000,
-                                "e2e_ms": None if x.e2e_s is None else x.e2e_s * 1000,
-                                "itl_ms": [g * 1000 for g in x.itl_s],
-                                "server_timings": x.server_timings,
-                            }
-                            for x in results
-                        ]
-                        for name, results in collected.items()
-                    },
+                    "targets": {name: run.summary(cfg.goodput) for name, run in runs.items()},
+                    "requests": {name: [_request_record(x) for x in run.results] for name, run in runs.items()},
                 }
             )
+        if cfg.cotenant_doc_tokens:
+            scenarios.append(await _cotenant(cfg, prompts, docs, measure, log))
     return scenarios
+
+
+@dataclass
+class Collected:
+    """One target's results in one scenario, summed over rounds."""
+
+    results: list[RequestResult] = field(default_factory=list)
+    seconds: float = 0.0
+    cpu_s: dict[str, float] | None = None  # by process
+
+    def add(self, seconds: float, results: list[RequestResult], cpu_s: dict[str, float] | None) -> None:
+        self.seconds += seconds
+        self.results += results
+        if cpu_s is not None:
+            self.cpu_s = self.cpu_s or {}
+            for name, used in cpu_s.items():
+                self.cpu_s[name] = self.cpu_s.get(name, 0.0) + used
+
+    def summary(self, limits: dict[str, float]) -> dict:
+        out = summarize(self.results, self.seconds, limits)
+        tokens = out["output_tokens_total"]
+        counted = self.cpu_s is not None and tokens
+        out["cpu_s"] = sum(self.cpu_s.values()) if self.cpu_s is not None else None
+        out["cpu_ms_per_token"] = out["cpu_s"] * 1000 / tokens if counted else None
+        out["cpu_ms_per_token_by_process"] = (
+            {name: used * 1000 / tokens for name, used in self.cpu_s.items()} if counted else None
+        )
+        return out
+
+
+def _rotated(targets: list[Target], r: int) -> list[Target]:
+    """Round r's order: rotated, so no target always goes first (or right after another)."""
+    return targets[r % len(targets) :] + targets[: r % len(targets)]
+
+
+def _request_record(x: RequestResult) -> dict:
+    return {
+        "ok": x.ok,
+        "error": x.error,
+        "prompt_tokens": x.prompt_tokens,
+        "output_tokens": x.output_tokens,
+        "ttft_ms": None if x.ttft_s is None else x.ttft_s * 1000,
+        "e2e_ms": None if x.e2e_s is None else x.e2e_s * 1000,
+        "itl_ms": [g * 1000 for g in x.itl_s],
+        "server_timings": x.server_timings,
+    }
+
+
+COTENANT_CHATS = 3
+
+
+async def _cotenant(cfg: ServingConfig, prompts: list[str], docs: list[str], measure, log) -> dict:
+    """Three chats and one long document sent at once, every round: what the document does to
+    the chats' token rate, and how long it waits for its first token beside them."""
+    chats = {t.name: Collected() for t in cfg.targets}
+    documents = {t.name: Collected() for t in cfg.targets}
+    for r, doc in enumerate(docs):
+        batch = [prompts[(r * COTENANT_CHATS + i) % len(prompts)] for i in range(COTENANT_CHATS)] + [doc]
+        for target in _rotated(cfg.targets, r):
+            log(f"co-tenant round {r + 1}/{len(docs)}: {target.name} ({COTENANT_CHATS} chats and a document)")
+            seconds, results, _cpu = await measure(target, batch, len(batch), [0.0] * len(batch))
+            chats[target.name].add(seconds, results[:COTENANT_CHATS], None)
+            documents[target.name].add(seconds, results[COTENANT_CHATS:], None)
+    return {
+        "concurrency": COTENANT_CHATS + 1,
+        "request_rate": None,
+        "cotenant": {"chats": COTENANT_CHATS, "doc_tokens": cfg.cotenant_doc_tokens},
+        "targets": {name: run.summary(cfg.goodput) for name, run in chats.items()},
+        "documents": {name: run.summary(cfg.goodput) for name, run in documents.items()},
+        "requests": {name: [_request_record(x) for x in run.results] for name, run in chats.items()},
+    }
 
 
 def run(cfg: ServingConfig, log: Callable[[str], None] = print) -> dict:
@@ -470,9 +591,12 @@ def run(cfg: ServingConfig, log: Callable[[str], None] = print) -> dict:
     started = time.time()
     tokenizer = Tokenizer(cfg.model_path, cfg.tokenizer)
     prompts = make_prompts(tokenizer, n=cfg.num_prompts, length=cfg.prompt_tokens, seed=cfg.seed)
+    docs = []
+    if cfg.cotenant_doc_tokens:
+        docs = make_prompts(tokenizer, n=cfg.rounds, length=cfg.cotenant_doc_tokens, seed=cfg.seed + 1)
     raw = RawEngine(cfg) if any(t.is_raw for t in cfg.targets) else None
     try:
-        scenarios = asyncio.run(_run_async(cfg, prompts, tokenizer, raw, log))
+        scenarios = asyncio.run(_run_async(cfg, prompts, docs, tokenizer, raw, log))
     finally:
         if raw is not None:
             raw.close()
@@ -497,6 +621,28 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _start_server(
+    argv: list[str], name: str, port: int, log_path: Path | None, env: dict | None = None
+) -> tuple[subprocess.Popen, str]:
+    """Start a server and wait until its /v1/models answers (llama-server: once the model is
+    loaded); returns the process and its /v1 URL."""
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - lives with the process
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited at start; see {log_path or 'its output'}.")
+        try:
+            with urllib.request.urlopen(url + "/models", timeout=2) as response:
+                if response.status == 200:
+                    return proc, url
+        except OSError:
+            time.sleep(0.5)
+    stop_process(proc)
+    raise RuntimeError(f"{name} did not answer within 120 s; see {log_path or 'its output'}.")
 
 
 def start_llama_cpp_server(
@@ -529,26 +675,65 @@ def start_llama_cpp_server(
         "--port",
         str(port),
     ]
-    log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - lives with the process
     # Its settings also read HOST and PORT from the environment, over the flags above.
     env = {k: v for k, v in os.environ.items() if k not in ("HOST", "PORT")}
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(
-                "llama-cpp-python's server exited at start; is `pip install -r requirements-dev.txt` done? "
-                f"See {log_path or 'its output'}."
-            )
-        try:
-            with urllib.request.urlopen(url + "/models", timeout=2) as response:
-                if response.status == 200:
-                    return proc, url
-        except OSError:
-            time.sleep(0.5)
-    proc.terminate()
-    raise RuntimeError("llama-cpp-python's server did not answer within 120 s.")
+    name = "llama-cpp-python's server (is `pip install -r requirements-dev.txt` done?)"
+    return _start_server(argv, name, port, log_path, env)
+
+
+def llama_server_argv(
+    binary: Path, model_path: Path, *, threads: int, n_ctx_seq: int, slots: int, n_batch: int, port: int
+) -> list[str]:
+    """llama-server set up as HomeAI's worker sets up llama.cpp: one context of slots x the
+    context per slot, a unified KV cache the slots share, the whole sliding-window cache, the
+    same batch and threads."""
+    return [
+        str(binary),
+        "--model",
+        str(model_path),
+        "--threads",
+        str(threads),
+        "--threads-batch",
+        str(threads),
+        "--ctx-size",
+        str(n_ctx_seq * slots),
+        "--parallel",
+        str(slots),
+        "--kv-unified",
+        "--swa-full",
+        "--batch-size",
+        str(n_batch),
+        "--ubatch-size",
+        str(n_batch),
+        "--no-webui",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+
+
+def start_llama_server(
+    binary: Path,
+    model_path: Path,
+    *,
+    threads: int,
+    n_ctx_seq: int,
+    slots: int,
+    n_batch: int = 512,
+    port: int | None = None,
+    log_path: Path | None = None,
+) -> tuple[subprocess.Popen, str]:
+    """Start llama.cpp's llama-server (built by `make llama-server`); returns the process and its /v1 URL."""
+    if not binary.is_file():
+        raise RuntimeError(
+            f"There is no llama-server at {binary}: build it with `make llama-server` (or give its path)."
+        )
+    port = port or free_port()
+    argv = llama_server_argv(
+        binary, model_path, threads=threads, n_ctx_seq=n_ctx_seq, slots=slots, n_batch=n_batch, port=port
+    )
+    return _start_server(argv, "llama-server", port, log_path)
 
 
 def stop_process(proc: subprocess.Popen) -> None:
@@ -564,7 +749,7 @@ def stop_process(proc: subprocess.Popen) -> None:
 
 
 def _dist(stats: dict) -> str:
-    return " / ".join(num(stats[k]) for k in ("mean", "p50", "p90", "p99"))
+    return " / ".join(num(stats[k], 1) for k in ("mean", "p50", "p90", "p99"))
 
 
 def markdown(result: dict) -> str:
@@ -582,6 +767,7 @@ def markdown(result: dict) -> str:
             *(_dist(s[metric]) for metric in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")),
         )
         for scenario in result["scenarios"]
+        if "cotenant" not in scenario  # its own table, below
         for name, s in scenario["targets"].items()
     )
     intro = (
@@ -589,7 +775,71 @@ def markdown(result: dict) -> str:
         f"{cfg['prompt_tokens']} tokens, up to {cfg['output_tokens']} output tokens, {cfg['num_prompts']} requests "
         f"per target per concurrency in {cfg['rounds']} interleaved rounds, seed {cfg['seed']}."
     )
-    return "\n".join([intro, "", *table(header, rows)])
+    server_header = (
+        "target",
+        "concurrency",
+        "TTFT p50 client ms",
+        "TTFT p50 server ms",
+        "client − server p50 ms",
+        "token counts equal",
+        "CPU ms per token",
+        "of which, by process",
+    )
+    server_rows = (
+        (
+            name,
+            scenario["concurrency"],
+            num(s["ttft_ms"]["p50"], 1),
+            num(s["server_ttft_ms"]["p50"], 1),
+            num(s["ttft_client_minus_server_ms"]["p50"], 1),
+            f"{s['tokens_match']}/{s['tokens_counted']}",
+            num(s.get("cpu_ms_per_token"), 2),
+            ", ".join(f"{n} {num(ms, 2)}" for n, ms in (s.get("cpu_ms_per_token_by_process") or {}).items()) or "–",
+        )
+        for scenario in result["scenarios"]
+        if "cotenant" not in scenario
+        for name, s in scenario["targets"].items()
+    )
+    parts = [
+        intro,
+        "",
+        *table(header, rows),
+        "",
+        "Server side (HomeAI: timings.ttft_ms; llama-server: timings.prompt_ms):",
+    ]
+    parts += ["", *table(server_header, server_rows)]
+    for scenario in result["scenarios"]:
+        if "cotenant" in scenario:
+            parts += ["", *cotenant_table(scenario)]
+    return "\n".join(parts)
+
+
+def cotenant_table(scenario: dict) -> list[str]:
+    """The chats' TPOT and ITL beside the document's TTFT and end, per target."""
+    info = scenario["cotenant"]
+    header = (
+        "target",
+        "chats TPOT ms p50 / p99",
+        "chats ITL ms p50 / p99",
+        "chats TTFT ms p50",
+        "document TTFT ms p50 / max",
+        "document e2e ms p50",
+    )
+    rows = []
+    for name, chats in scenario["targets"].items():
+        doc = scenario["documents"][name]
+        rows.append(
+            (
+                name,
+                f"{num(chats['tpot_ms']['p50'], 1)} / {num(chats['tpot_ms']['p99'], 1)}",
+                f"{num(chats['itl_ms']['p50'], 1)} / {num(chats['itl_ms']['p99'], 1)}",
+                num(chats["ttft_ms"]["p50"]),
+                f"{num(doc['ttft_ms']['p50'])} / {num(doc['ttft_ms']['p99'])}",
+                num(doc["e2e_ms"]["p50"]),
+            )
+        )
+    intro = f"Co-tenants: {info['chats']} chats and one {info['doc_tokens']}-token document sent at once, each round:"
+    return [intro, "", *table(header, rows)]
 
 
 def write_outputs(result: dict, out_dir: Path) -> tuple[Path, Path]:

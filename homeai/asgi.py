@@ -12,12 +12,13 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from homeai.arrival import ArrivalStampMiddleware  # noqa: E402
 from homeai.origin import SameOriginMiddleware  # noqa: E402
 from homeai.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": ArrivalStampMiddleware(django_asgi_app),
         "websocket": SameOriginMiddleware(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

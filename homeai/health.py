@@ -18,10 +18,12 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from inference import redis_client
+from inference import model_library, redis_client
+from inference.catalog import default_model
+from inference.services import sweeps
 from inference.worker import registry
 
-WORKER_FIELDS = ("worker", "model", "loaded", "running", "waiting", "policy")
+WORKER_FIELDS = ("worker", "host", "model", "loaded", "running", "waiting", "policy")
 
 
 def _check_database() -> tuple[bool, str]:
@@ -46,10 +48,15 @@ def _report(request: HttpRequest, *, need_worker: bool) -> JsonResponse:
     return JsonResponse(body, status=200 if ok else 503)
 
 
+def _engines(beat: dict) -> list[dict]:
+    return beat.get("engines") or []
+
+
 def _verdict(request: HttpRequest, *, need_worker: bool) -> tuple[bool, dict]:
     staff = bool(getattr(request, "user", None) and request.user.is_authenticated and request.user.is_staff)
     db_ok, db_error = _check_database()
     redis_ok, redis_error, workers = _check_redis()
+    default = default_model() if db_ok else settings.HOMEAI_MODEL_PATH.name
     reasons = []
     if not db_ok:
         reasons.append("The database does not answer: nothing can be read or saved.")
@@ -65,9 +72,9 @@ def _verdict(request: HttpRequest, *, need_worker: bool) -> tuple[bool, dict]:
         "redis": {"ok": redis_ok},
         "workers": {"ok": bool(workers), "count": len(workers)},
         "model": {
-            "configured": settings.HOMEAI_MODEL_PATH.name,
-            "present": settings.HOMEAI_MODEL_PATH.is_file(),
-            "loaded": any(w.get("loaded") for w in workers.values()),
+            "configured": default,
+            "present": model_library.path_of(default).is_file() or default in sweeps.held_models(workers),
+            "loaded": any(e.get("loaded") and e.get("model") == default for w in workers.values() for e in _engines(w)),
         },
     }
     if staff:
@@ -75,7 +82,14 @@ def _verdict(request: HttpRequest, *, need_worker: bool) -> tuple[bool, dict]:
             checks["database"]["error"] = db_error
         if redis_error:
             checks["redis"]["error"] = redis_error
-        checks["workers"]["items"] = [{k: w.get(k) for k in WORKER_FIELDS} for w in workers.values()]
+        checks["workers"]["items"] = [
+            {
+                **{k: w.get(k) for k in WORKER_FIELDS},
+                "models": [m.get("name") for m in w.get("models") or []],
+                "loaded_models": [e.get("model") for e in _engines(w) if e.get("loaded")],
+            }
+            for w in workers.values()
+        ]
     ok = db_ok and redis_ok and (bool(workers) or not need_worker)
     return ok, {"status": "ok" if ok else "error", "reasons": reasons, **checks}
 

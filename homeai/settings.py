@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -175,7 +176,29 @@ HOMEAI_THREADS = env_int("HOMEAI_THREADS", 0, minimum=0, maximum=512)  # 0: one 
 HOMEAI_BATCH = env_int("HOMEAI_BATCH", 512, minimum=16, maximum=8192)
 HOMEAI_GPU_LAYERS = env_int("HOMEAI_GPU_LAYERS", 0, minimum=-1)
 HOMEAI_SLOTS = env_int("HOMEAI_SLOTS", 4, minimum=1, maximum=64)
+# Several models: a worker keeps up to this many loaded, within a memory budget (weights plus KV
+# cache, from each file's header), and unloads the least recently used to make room (Ollama's
+# OLLAMA_MAX_LOADED_MODELS). The budget defaults to half the machine's memory.
+HOMEAI_MAX_LOADED_MODELS = env_int("HOMEAI_MAX_LOADED_MODELS", 2, minimum=1, maximum=64)
+_HALF_MEMORY_MB = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**21
+HOMEAI_MODELS_MEMORY_MB = env_int("HOMEAI_MODELS_MEMORY_MB", _HALF_MEMORY_MB, minimum=64)
+# How long a model stays loaded after its last answer, in seconds, unless a request says
+# otherwise (Ollama's keep_alive); negative: until another model needs its place.
+HOMEAI_KEEP_ALIVE = env_float("HOMEAI_KEEP_ALIVE", -1.0)
+# Conversations that resume hot: when a conversation's KV slot is taken by another, its cells are
+# kept (RAM up to the first budget, then spilled to <data>/kv up to the second) and restored on
+# its next turn instead of reading the whole history again. 0 and 0: off.
+HOMEAI_KV_RAM_MB = env_int("HOMEAI_KV_RAM_MB", 512, minimum=0)
+HOMEAI_KV_DISK_MB = env_int("HOMEAI_KV_DISK_MB", 2048, minimum=0)
+# Whether a worker writes the bundled models into its models folder. Off for a worker that
+# should serve only the models put there by hand (a GPU PC with its own large models).
+HOMEAI_BUNDLED_MODELS = env_bool("HOMEAI_BUNDLED_MODELS", True)
 HOMEAI_POLICY = env_choice("HOMEAI_POLICY", "chunked", tuple(POLICIES))
+# Speculative decoding: ngram drafts by prompt lookup and verifies in the batched step (the same
+# text, fewer model steps where an answer copies its context); a request may turn it off with
+# the option speculative: false. Off by default: on a CPU a model step costs about as much per
+# token at 9 tokens as at 1, so drafts do not pay there (docs/performance.md); on for a GPU.
+HOMEAI_SPECULATION = env_choice("HOMEAI_SPECULATION", "off", ("ngram", "off"))
 # chunked: tokens per step (decodes included) until the engine has timed the running decodes;
 # then each step aims at HOMEAI_TARGET_ITL_MS when set, else at HOMEAI_STALL_FACTOR times what
 # the running decodes cost alone (0 for both: Sarathi-Serve's fixed budget). The default keeps

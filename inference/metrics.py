@@ -111,6 +111,15 @@ class CounterSpec:
 COUNTERS = (
     CounterSpec("homeai_prompt_tokens", "Prompt tokens of finished requests.", lambda g: g.prompt_tokens or 0),
     CounterSpec("homeai_generation_tokens", "Output tokens generated.", lambda g: g.output_tokens or 0),
+    # Speculative decoding: acceptance rate = accepted / drafted; tokens per step = generation
+    # tokens / decode steps (1 without speculation).
+    CounterSpec(
+        "homeai_speculative_drafted_tokens",
+        "Draft tokens verified by speculative decoding.",
+        lambda g: g.spec_drafted or 0,
+    ),
+    CounterSpec("homeai_speculative_accepted_tokens", "Draft tokens the sampler kept.", lambda g: g.spec_accepted or 0),
+    CounterSpec("homeai_decode_steps", "Model steps that gave answers tokens.", lambda g: g.decode_steps or 0),
 )
 REQUESTS = CounterSpec("homeai_requests", "Requests that ended, by outcome: done, cancelled, error, interrupted.", None)
 

@@ -33,6 +33,12 @@ class ModelFile:
     quantization: str = ""
     context_length: int = 0
     bundled: bool = False
+    alias: str = ""  # a short name clients may use, Ollama-style: "smollm2:135m" (see short_name)
+    kv_bytes_per_token: int = 0  # the KV cache's cost per token of context (f16 keys and values)
+
+    def memory_bytes(self, n_ctx_total: int) -> int:
+        """What holding it loaded costs: the weights and a KV cache of n_ctx_total tokens."""
+        return self.size_bytes + self.kv_bytes_per_token * n_ctx_total
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -54,6 +60,7 @@ def _inspect_cached(path: str, size: int, mtime_ns: int) -> ModelFile:
         except (TypeError, ValueError):
             quant = f"type {file_type}"
         context = meta.get(f"{arch}.context_length")
+        alias = short_name(meta.get("general.basename") or meta.get("general.name"), meta.get("general.size_label"))
         return ModelFile(
             path=path,
             name=name,
@@ -66,10 +73,36 @@ def _inspect_cached(path: str, size: int, mtime_ns: int) -> ModelFile:
             quantization=quant,
             context_length=context if isinstance(context, int) else 0,
             bundled=bundled,
+            alias=alias,
+            kv_bytes_per_token=_kv_bytes_per_token(meta, arch),
         )
     except Exception as exc:  # any unreadable file is listed, never fatal
         reason = str(exc) or exc.__class__.__name__
         return ModelFile(path=path, name=name, size_bytes=size, usable=False, problem=reason, bundled=bundled)
+
+
+def short_name(basename, size_label) -> str:
+    """Ollama's way of naming a model, from the GGUF's own metadata: "gemma-3" and "270M" make
+    "gemma3:270m" (a model with no size label is "name:latest")."""
+    if not isinstance(basename, str) or not basename.strip():
+        return ""
+    family = "".join(ch for ch in basename.lower() if ch.isalnum() or ch == ".")
+    tag = size_label.lower() if isinstance(size_label, str) and size_label.strip() else "latest"
+    return f"{family}:{tag}" if family else ""
+
+
+def _kv_bytes_per_token(meta: dict, arch: str) -> int:
+    """Keys and values (f16) of every layer for one token: llama.cpp's default KV cache types."""
+    layers = meta.get(f"{arch}.block_count")
+    heads = meta.get(f"{arch}.attention.head_count")
+    if not isinstance(layers, int) or not isinstance(heads, int) or heads <= 0:
+        return 0
+    kv_heads = meta.get(f"{arch}.attention.head_count_kv")
+    kv_heads = kv_heads if isinstance(kv_heads, int) and kv_heads > 0 else heads
+    width = meta.get(f"{arch}.embedding_length")
+    key = meta.get(f"{arch}.attention.key_length") or (width // heads if isinstance(width, int) else 0)
+    value = meta.get(f"{arch}.attention.value_length") or key
+    return 2 * layers * kv_heads * (int(key) + int(value))
 
 
 def inspect(path: Path) -> ModelFile:
@@ -88,6 +121,46 @@ def scan(models_dir: Path | None = None) -> list[ModelFile]:
 def find(name: str, models_dir: Path | None = None) -> ModelFile | None:
     """A model of the library by file name (names only: no paths from a form reach the disk)."""
     return next((m for m in scan(models_dir) if m.name == name), None)
+
+
+def spellings(models: list[tuple[str, str]]) -> dict[str, str]:
+    """Every name a client may use for these (file name, alias) pairs -> the file name: the file
+    name itself, its alias ("smollm2:135m"), and the alias's family alone ("smollm2", Ollama's
+    ":latest"). Where two files share an alias, the first keeps it."""
+    names: dict[str, str] = {}
+    for name, _alias in models:
+        names.setdefault(name, name)
+    for name, alias in models:
+        if alias:
+            names.setdefault(alias, name)
+            names.setdefault(alias.split(":")[0], name)
+    return names
+
+
+def describe(model: ModelFile) -> dict:
+    """What a worker tells the web of a model it holds (heartbeats, the known-models hash)."""
+    keys = ("name", "alias", "size_bytes", "architecture", "title", "n_params", "quantization", "context_length")
+    return {key: getattr(model, key) for key in keys}
+
+
+def servable(models_dir: Path | None = None) -> list[ModelFile]:
+    """The models a worker with this folder can load: the usable files, and the environment's
+    HOMEAI_MODEL_PATH when it lies elsewhere."""
+    models = [m for m in scan(models_dir) if m.usable]
+    extra = Path(settings.HOMEAI_MODEL_PATH)
+    if extra.is_file() and all(m.name != extra.name for m in models):
+        described = inspect(extra)
+        if described.usable:
+            models.append(described)
+    return models
+
+
+def path_of(name: str, models_dir: Path | None = None) -> Path:
+    """Where a servable model's file is (a file name, never a path from a request)."""
+    extra = Path(settings.HOMEAI_MODEL_PATH)
+    if name == extra.name and extra.is_file():
+        return extra
+    return Path(models_dir or settings.MODELS_DIR) / Path(name).name
 
 
 def _from_package(package: str, filename: str) -> Callable[[Path], None]:

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import pgettext_lazy
 
+from inference.engine.speculation import speculation_rates
 from inference.engine.timing import phase_ms
 
 
@@ -37,9 +38,10 @@ class EngineConfig(models.Model):
 class ChatSettings(models.Model):
     """Settings for the answers a chat writes: empty or null means the server's default."""
 
-    FIELDS = ("system_prompt", "temperature", "top_p", "max_tokens")
+    FIELDS = ("model", "system_prompt", "temperature", "top_p", "max_tokens")
     SAMPLING_FIELDS = ("temperature", "top_p")
 
+    model = models.CharField(max_length=255, blank=True)  # a model's file name; empty: the server's default
     system_prompt = models.TextField(blank=True)  # becomes the prompt's first message (role "system")
     temperature = models.FloatField(null=True, blank=True)
     top_p = models.FloatField(null=True, blank=True)
@@ -121,7 +123,10 @@ class Generation(models.Model):
     # What the answer must be beyond free text: JSON matching a schema, or tool calls
     # (inference.engine.tools.OutputSpec); the worker builds a grammar from it.
     output = models.JSONField(default=dict, blank=True)
-    model_name = models.CharField(max_length=255, blank=True)
+    model_name = models.CharField(max_length=255, blank=True)  # the model file it was asked of (and routed by)
+    # How long the worker keeps the model loaded after this answer (Ollama's keep_alive), in
+    # seconds; negative: until evicted; null: the server's default (HOMEAI_KEEP_ALIVE).
+    keep_alive_s = models.FloatField(null=True, blank=True)
     max_tokens = models.PositiveIntegerField()
     # Per-request sampling overrides (temperature, top_p, top_k, min_p, repeat_penalty, seed, stop).
     sampling = models.JSONField(default=dict, blank=True)
@@ -151,10 +156,17 @@ class Generation(models.Model):
     tpot_ms = models.FloatField(null=True)
     prompt_tokens = models.PositiveIntegerField(null=True)
     cached_tokens = models.PositiveIntegerField(null=True)
+    # Of the cached tokens, those restored from the conversation's saved KV state (kvstore.py).
+    restored_tokens = models.PositiveIntegerField(null=True)
     output_tokens = models.PositiveIntegerField(null=True)
     prompt_tps = models.FloatField(null=True)
     output_tps = models.FloatField(null=True)
     cold = models.BooleanField(default=False)
+    # Speculative decoding: draft tokens verified, those the sampler kept, and the model steps
+    # that gave this answer tokens (output_tokens / decode_steps is its tokens per step).
+    spec_drafted = models.PositiveIntegerField(null=True)
+    spec_accepted = models.PositiveIntegerField(null=True)
+    decode_steps = models.PositiveIntegerField(null=True)
     # Each token's time since arrival (ms); inter-token gaps are its differences.
     token_times_ms = models.JSONField(default=list, blank=True)
     token_texts = models.JSONField(default=list, blank=True)
@@ -178,18 +190,23 @@ class Generation(models.Model):
         "tpot_ms",
         "prompt_tokens",
         "cached_tokens",
+        "restored_tokens",
         "output_tokens",
         "prompt_tps",
         "output_tps",
         "finish_reason",
         "cold",
+        "spec_drafted",
+        "spec_accepted",
+        "decode_steps",
     )
 
     def metrics(self) -> dict:
         """The answer's metrics as the chat, the API and the dashboard's feed get them, with the
         time spent in each phase (phase_ms) for the phase bar."""
         values = {name: getattr(self, name) for name in self.METRIC_FIELDS}
-        return {**values, "phase_ms": phase_ms(values)}
+        rates = speculation_rates(self.spec_drafted, self.spec_accepted, self.output_tokens, self.decode_steps)
+        return {**values, **rates, "phase_ms": phase_ms(values), "model": self.model_name}
 
     @property
     def is_active(self) -> bool:

@@ -25,5 +25,8 @@ def worker_key(name: str) -> str:
 
 POLICY_KEY = "homeai:policy"  # the scheduling policy every worker should use now (set by staff)
 ENGINE_CONFIG_KEY = "homeai:engine-config"  # version of the model library's choice; workers reload on change
+# Every model a worker has announced (file name -> its description, JSON), kept when the worker
+# stops: a request for a model no living worker holds waits for one only if some worker had it.
+MODELS_KEY = "homeai:models"
 STEPS_KEY = "homeai:steps"  # the engines' recent step records (workers append, the dashboard reads)
 STEPS_KEPT = 5000

@@ -217,7 +217,10 @@ def preset_settings(*, user, preset) -> dict | None:
     if not _is_id(preset):
         return None
     own = Preset.objects.filter(id=preset, user=user).first()
-    return own.settings() if own is not None else None
+    if own is None:
+        return None
+    # A preset saved without a model leaves the chat's model as it is.
+    return {name: value for name, value in own.settings().items() if name != "model" or value}
 
 
 # An answer counts against a day's limit once asked for, unless it never reached a worker

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import urllib.error
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.core.management import call_command
 from django.db import connection
 
 from inference.model_library import ensure_bundled_models
@@ -141,3 +143,12 @@ def health(live_server_url, transactional_db):
             return json.loads(exc.read())
 
     return read
+
+
+@pytest.fixture
+def api_key(make_user) -> str:
+    """A real API key of the user "ada", made by the management command."""
+    make_user("ada")
+    out = io.StringIO()
+    call_command("create_api_key", "ada", "--name", "tests", stdout=out)
+    return out.getvalue().strip()

@@ -14,6 +14,7 @@ from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from inference import selectors
+from inference.catalog import catalog
 from inference.errors import ClientError
 from inference.models import Conversation
 from inference.services import conversations, presets
@@ -36,6 +37,7 @@ def chat(request: HttpRequest, conversation_id: int | None = None) -> HttpRespon
         if conversation is None:
             raise Http404("No such conversation.")
         history = selectors.conversation_history(conversation=conversation)
+    known = catalog(redis_optional=True)
     chat_config = {
         "ws_path": "/ws/chat/",
         "conversation": conversation.id if conversation else None,
@@ -44,7 +46,9 @@ def chat(request: HttpRequest, conversation_id: int | None = None) -> HttpRespon
         "max_chars": settings.HOMEAI_MAX_PROMPT_CHARS,
         # This conversation's settings (empty or null: the default below), for a new chat all empty.
         "settings": (conversation or Conversation()).settings(),
-        "defaults": selectors.settings_defaults(),
+        "defaults": {**selectors.settings_defaults(), "model": known.default},
+        # The models a chat can use: the default first; "held": a worker holds it now.
+        "models": [{"name": n, "alias": known.alias(n), "held": known.held(n)} for n in known.names],
         "system_prompt_chars": SYSTEM_PROMPT_CHARS,
         "presets": selectors.preset_list(user=request.user),
     }

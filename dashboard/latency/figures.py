@@ -27,6 +27,7 @@ from plotly.subplots import make_subplots
 from dashboard.latency import stats, text
 from dashboard.latency.stats import PERCENTILES, PHASES, evaluated_tokens, percentile
 from dashboard.latency.text import PHASE_LABELS, fmt_ms, fmt_rate, num
+from inference.engine.speculation import speculation_rates
 
 # The chat page's phase colours (static/css/app.css), so a phase looks the same everywhere.
 COLORS = {
@@ -266,6 +267,61 @@ def throughput_figure(rows: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
             **_stacked_clock_axes(),
             yaxis=_axis("tok/s", type="log", **log_ticks(r.get(k) for r in done for k in ("prompt_tps", "output_tps"))),
             yaxis2=_axis(_("ratio ×"), rangemode="tozero"),
+        )
+    )
+    return fig
+
+
+@figure("speculation")
+def speculation_figure(rows: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
+    """Speculative decoding per request that drafted, by arrival time: the share of draft tokens
+    the sampler kept, and below, output tokens per model step (1 is decoding without drafts)."""
+    drafted = sorted((r for r in rows if r.get("spec_drafted")), key=lambda r: r["t_arrive"])
+    rates = [
+        speculation_rates(r["spec_drafted"], r.get("spec_accepted"), r.get("output_tokens"), r.get("decode_steps"))
+        for r in drafted
+    ]
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.5, 0.5], vertical_spacing=0.08)
+    x = [wall(r["t_arrive"], tz) for r in drafted]
+    ids = [r["id"] for r in drafted]
+    for row, key, y, name, color, hover in (
+        (
+            1,
+            "acceptance",
+            [100 * rate["acceptance"] for rate in rates],
+            _("Drafts accepted"),
+            COLORS["decode"],
+            _("%{y:.0f}% of draft tokens accepted<br>request #%{customdata}"),
+        ),
+        (
+            2,
+            "tokens_per_step",
+            [rate["tokens_per_step"] for rate in rates],
+            _("Tokens per step"),
+            COLORS["ratio"],
+            _("%{y:.2f} tokens per model step<br>request #%{customdata}"),
+        ),
+    ):
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                customdata=ids,
+                name=name,
+                mode="markers",
+                marker={"size": 7, "color": color},
+                hovertemplate=hover + "<extra></extra>",
+                meta=key,
+            ),
+            row=row,
+            col=1,
+        )
+    fig.update_layout(
+        **_layout(
+            height=320,
+            **_stacked_clock_axes(),
+            yaxis=_axis(_("accepted %"), range=[0, 105]),
+            yaxis2=_axis(_("tokens / step"), rangemode="tozero"),
         )
     )
     return fig

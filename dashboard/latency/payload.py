@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import statistics
 import threading
 import time
 from dataclasses import dataclass
@@ -325,27 +326,60 @@ def hardware(workers: dict[str, dict], probes: dict[str, dict]) -> dict:
     }
 
 
+SPEED_ANSWERS = 20  # a worker's speed: the median output tok/s of its last this many answers
+
+
+def worker_list(workers: dict[str, dict]) -> list[dict]:
+    """Each living worker, by host: the models it holds (and has loaded), how busy it is, and how
+    fast it writes (its recent answers' median output tok/s; None before its first)."""
+    rows = []
+    for name, beat in sorted(workers.items(), key=lambda item: (host_of(item[0]), item[0])):
+        engines = beat.get("engines") or [beat]
+        recent = Generation.objects.filter(worker=name, status=Generation.Status.DONE, output_tps__isnull=False)
+        speeds = list(recent.order_by("-id").values_list("output_tps", flat=True)[:SPEED_ANSWERS])
+        loaded = {e.get("model") for e in engines if e.get("loaded")}
+        rows.append(
+            {
+                "worker": name,
+                "host": beat.get("host") or host_of(name),
+                "models": [
+                    {"name": m.get("alias") or m.get("name"), "file": m.get("name"), "loaded": m.get("name") in loaded}
+                    for m in beat.get("models") or []
+                ],
+                "running": sum(int(e.get("running") or 0) for e in engines),
+                "slots": beat.get("slots"),
+                "gpu": bool(beat.get("n_gpu_layers")) and bool(beat.get("gpus")),
+                "output_tps": statistics.median(speeds) if speeds else None,
+            }
+        )
+    return rows
+
+
 def system_snapshot(workers: dict[str, dict] | None = None) -> dict:
     """The live strip: requests in the engines, CPU and RAM of this host, GPUs, the model and its state."""
     workers = live_workers() if workers is None else workers
     memory = psutil.virtual_memory()
     beats = list(workers.values())
     loaded = [b for b in beats if b.get("loaded")]
+    # Each worker's engines, one per model it has loaded (a heartbeat too old to list them: itself).
+    engines = [e for b in beats for e in (b.get("engines") or [b])]
     if not beats:
         state = "no worker"
-    elif loaded:
+    elif any(e.get("loaded") for e in engines):
         state = "warm"
     else:
         state = "cold"
-    models = sorted({b.get("model") for b in (loaded or beats) if b.get("model")})
+    models = sorted({e.get("model") for e in engines if e.get("loaded") and e.get("model")}) or sorted(
+        {b.get("model") for b in beats if b.get("model")}
+    )
     policy = ", ".join(sorted({str(b["policy"]) for b in beats if b.get("policy")})) or None
     # How `chunked` sizes a long prompt's chunks on the first worker that chunks.
     sizing = next((b["sizing"] for b in loaded if b.get("sizing")), None)
     return {
         "t": time.time(),
         "workers": len(beats),
-        "running": sum(int(b.get("running") or 0) for b in beats),
-        "waiting": sum(int(b.get("waiting") or 0) for b in beats),
+        "running": sum(int(e.get("running") or 0) for e in engines),
+        "waiting": sum(int(e.get("waiting") or 0) for e in engines),
         "slots": sum(int(b.get("slots") or 0) for b in beats) or None,
         "policy": policy,
         "sizing": sizing,
@@ -359,4 +393,5 @@ def system_snapshot(workers: dict[str, dict] | None = None) -> dict:
         "gpus": [g for b in beats for g in b.get("gpus") or []] or probe.gpu_live(),
         "model": ", ".join(models) or settings.HOMEAI_MODEL_PATH.name,
         "state": state,
+        "worker_list": worker_list(workers),
     }

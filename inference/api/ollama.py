@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -31,7 +32,7 @@ from inference.engine.tools import OutputSpec, parse_calls
 VERSION = "0.12.0"
 LISTING = "GET /api/tags"
 
-SAMPLING = ("temperature", "top_p", "top_k", "min_p", "seed", "stop", "repeat_penalty")
+SAMPLING = ("temperature", "top_p", "top_k", "min_p", "seed", "stop", "repeat_penalty", "speculative")
 PENALTIES = ("frequency_penalty", "presence_penalty")
 # Options that set up the runner (context, threads, GPU, memory) rather than the answer: this
 # server's own settings decide those, and the options are ignored, as Ollama ignores unknown ones.
@@ -75,6 +76,7 @@ class OllamaRequest:
     output: OutputSpec | None = None
     # No messages, or an empty prompt: Ollama's way to load (keep_alive=0: unload) a model.
     load_only: str | None = None
+    keep_alive_s: float | None = None  # how long the model stays loaded after this answer (None: default)
 
     @property
     def tools(self) -> bool:
@@ -154,11 +156,44 @@ def _content(value, index: int) -> str:
     return value
 
 
+_DURATION_PART = re.compile(r"(-?\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_keep_alive(data: dict) -> float | None:
+    """Ollama's keep_alive: seconds as a number, or a Go duration ("5m", "1h30m", "-1"); a
+    negative one keeps the model loaded until another needs its place."""
+    value = data.get("keep_alive")
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        value = None
+    elif isinstance(value, int | float):
+        return float(value) if value >= 0 else -1.0
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            parts = _DURATION_PART.findall(text)
+            if parts and "".join(number + unit for number, unit in parts) == text:
+                seconds = sum(float(number) * _UNIT_S[unit] for number, unit in parts)
+            else:
+                seconds = None
+        if seconds is not None:
+            return seconds if seconds >= 0 and not text.startswith("-") else -1.0
+    raise bad_request(
+        'keep_alive must be a duration such as "5m" or "1h", or a number of seconds (negative: keep it loaded).',
+        "keep_alive",
+        "invalid_value",
+    )
+
+
 def _load_only(data: dict) -> str:
     return "unload" if data.get("keep_alive") in (0, "0", "0s", "0m") else "load"
 
 
-def parse_chat(data: dict, *, models: list[str]) -> OllamaRequest:
+def parse_chat(data: dict, *, models: dict[str, str]) -> OllamaRequest:
     """Check an /api/chat body (HomeAI also reads tool_choice, from the body or options: Ollama's
     API has none, and a small model rarely calls a tool unless made to)."""
     model = check_model(data, models, LISTING)
@@ -181,10 +216,11 @@ def parse_chat(data: dict, *, models: list[str]) -> OllamaRequest:
         options=options,
         stream=stream,
         output=output_spec(_format(data), tools, tool_choice(choice, tools), None),
+        keep_alive_s=parse_keep_alive(data),
     )
 
 
-def parse_generate(data: dict, *, models: list[str]) -> OllamaRequest:
+def parse_generate(data: dict, *, models: dict[str, str]) -> OllamaRequest:
     """Check an /api/generate body: a prompt (and system), through the chat template unless raw."""
     model = check_model(data, models, LISTING)
     _refuse(data, ("think", "logprobs", "images", "suffix", "template", "context"))
@@ -212,6 +248,7 @@ def parse_generate(data: dict, *, models: list[str]) -> OllamaRequest:
         options=options,
         stream=stream,
         output=output_spec(_format(data), (), "auto", None),
+        keep_alive_s=parse_keep_alive(data),
     )
 
 

@@ -89,20 +89,27 @@ def _described(name: str) -> tuple[model_library.ModelFile | None, dict]:
 
 
 def _tags() -> dict:
-    return {"models": [_described(name)[1] for name in serving_state().models]}
+    return {"models": [_described(name)[1] for name in serving_state().names]}
 
 
 def _running() -> dict:
-    """The models workers hold loaded now (each once)."""
-    loaded = []
+    """The models workers hold loaded now (each once), with when each will be unloaded."""
+    loaded: dict[str, str] = {}
     for status in registry.live_workers().values():
-        if status.get("loaded") and status.get("model") and status["model"] not in loaded:
-            loaded.append(status["model"])
+        for engine in status.get("engines") or []:
+            if engine.get("loaded") and engine.get("model"):
+                until = engine.get("keep_alive_until")
+                expires = (
+                    datetime.datetime.fromtimestamp(until, datetime.UTC).isoformat().replace("+00:00", "Z")
+                    if until
+                    else NEVER
+                )
+                loaded.setdefault(engine["model"], expires)
     context = EngineConfig.current().context or settings.HOMEAI_CONTEXT
     models = []
-    for name in loaded:
+    for name, expires in loaded.items():
         _, item = _described(name)
-        models.append({**item, "expires_at": NEVER, "size_vram": 0, "context_length": context})
+        models.append({**item, "expires_at": expires, "size_vram": 0, "context_length": context})
     return {"models": models}
 
 
@@ -110,7 +117,8 @@ def _show(request: HttpRequest) -> dict:
     data = read_body(request)
     if "model" not in data and "name" in data:  # older clients name it `name`
         data["model"] = data["name"]
-    name = check_model(data, serving_state().accepted, ollama.LISTING)
+    spellings = serving_state().spellings
+    name = spellings[check_model(data, spellings, ollama.LISTING)]
     info, item = _described(name)
     template, model_info = "", {}
     if info is not None and info.usable:

@@ -23,7 +23,7 @@ SCHEMA_CHARS = 64_000  # a JSON schema this long already makes a grammar of thou
 
 # Sampling fields we pass to the engine: OpenAI's, plus llama.cpp's widely used extensions.
 OPENAI_SAMPLING = ("temperature", "top_p", "seed", "stop", "frequency_penalty", "presence_penalty")
-EXTENSION_SAMPLING = ("top_k", "min_p", "repeat_penalty", "ignore_eos")
+EXTENSION_SAMPLING = ("top_k", "min_p", "repeat_penalty", "ignore_eos", "speculative")
 # Any other field (user, metadata, store, logit_bias, ...) is accepted and ignored, as OpenAI's
 # own models ignore some: what cannot be honoured and would change the answer is refused by name.
 
@@ -95,22 +95,25 @@ def bad_request(message: str, param: str | None, code: str = "invalid_value") ->
     return ApiError(400, message, code=code, param=param)
 
 
-def check_model(data: dict, models: list[str], listing: str = "GET /v1/models") -> str:
-    """Accept the model we serve, or no model at all (many clients send what they were told).
-    Ollama's clients add the tag ":latest" to a name that has none."""
+def check_model(data: dict, models: dict[str, str], listing: str = "GET /v1/models") -> str:
+    """The model asked for, as the client spelled it (models: every accepted spelling -> its
+    file, the default first), or the default when none is named (many clients send what they
+    were told). Ollama's clients add the tag ":latest" to a name that has none."""
     model = data.get("model")
     if model is None or model == "":
-        return models[0]
+        return next(iter(models))
     if not isinstance(model, str):
         raise bad_request(f"model must be a string: a name from {listing}.", "model", "invalid_type")
-    if model.removesuffix(":latest") not in models:
-        raise ApiError(
-            404,
-            f"The model {model!r} does not exist here; this server runs {', '.join(models)} (see {listing}).",
-            code="model_not_found",
-            param="model",
-        )
-    return model.removesuffix(":latest")
+    for spelling in (model, model.removesuffix(":latest")):
+        if spelling in models:
+            return spelling
+    runs = ", ".join(dict.fromkeys(models.values()))
+    raise ApiError(
+        404,
+        f"The model {model!r} does not exist here; this server runs {runs} (see {listing}).",
+        code="model_not_found",
+        param="model",
+    )
 
 
 def _refuse_unsupported(data: dict, chat: bool) -> None:
@@ -377,7 +380,7 @@ def _prompt(data: dict) -> str:
     return prompt
 
 
-def parse_request(data: dict, *, chat: bool, models: list[str]) -> CompletionRequest:
+def parse_request(data: dict, *, chat: bool, models: dict[str, str]) -> CompletionRequest:
     """Check an OpenAI request body; ranges are checked again by the services that store it."""
     model = check_model(data, models)
     _refuse_unsupported(data, chat)
@@ -408,8 +411,8 @@ def from_client_error(exc: ClientError, request: CompletionRequest | None = None
         return ApiError(503, exc.message, code="server_busy")
     if exc.code == "limit_reached":  # the person's daily limit: OpenAI's "out of quota"
         return ApiError(429, exc.message, code="insufficient_quota")
-    if exc.code == "not_found":
-        return ApiError(404, exc.message, code="not_found")
+    if exc.code in ("not_found", "model_not_found"):
+        return ApiError(404, exc.message, code=exc.code, param=exc.field)
     param = exc.field
     if param in (None, "text") and request is not None:
         param = "messages" if request.chat else "prompt"
@@ -466,6 +469,10 @@ def _rate(n: int, ms: float | None) -> float | None:
 def timings(metrics: dict) -> dict:
     """llama.cpp's `timings` object (same names and meanings as llama-server), plus our phases.
 
+    ttft_ms: from the request's arrival at the web server to the first token's bytes handed to
+    the client's socket when streamed (delivery_ms of it after the worker had the token), to the
+    worker's first token when not.
+
     prompt_n counts evaluated prompt tokens and cache_n the reused prefix, as llama-server
     does; predicted_ms runs from the end of prefill to the last token, so it covers all
     predicted_n tokens.
@@ -487,6 +494,7 @@ def timings(metrics: dict) -> dict:
         "queue_ms": metrics.get("queue_ms"),
         "load_ms": metrics.get("load_ms"),
         "ttft_ms": metrics.get("ttft_ms"),
+        "delivery_ms": metrics.get("delivery_ms"),
         "tpot_ms": metrics.get("tpot_ms"),
         "e2e_ms": metrics.get("e2e_ms"),
     }

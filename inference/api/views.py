@@ -16,7 +16,6 @@ import contextvars
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import redis
 from channels.db import database_sync_to_async
@@ -26,11 +25,13 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 
+from homeai.arrival import arrived_ns
 from inference import events, watchdog
 from inference.api import protocol
 from inference.api.auth import api_user, authenticate, metrics_token_ok
 from inference.api.protocol import ApiError
 from inference.api.relay import GenerationEvents, final_event
+from inference.catalog import Catalog, catalog
 from inference.engine.tools import parse_calls
 from inference.errors import ClientError
 from inference.metrics import exposition
@@ -43,27 +44,9 @@ REDIS_WAIT_S = 10.0  # how long a request waits out an unreachable Redis before 
 REDIS_RETRY_S = 0.5
 
 
-@dataclass(frozen=True)
-class Serving:
-    models: list[str]  # what /v1/models lists: the configured model first, then any a worker runs
-    workers: int
-
-    @property
-    def accepted(self) -> list[str]:
-        # Also the environment's model: clients set up before a switch in the model library keep working.
-        extra = settings.HOMEAI_MODEL_PATH.name
-        return self.models + ([extra] if extra not in self.models else [])
-
-
-def serving_state() -> Serving:
-    chosen = EngineConfig.objects.filter(pk=1).values_list("model_name", flat=True).first()
-    names = [chosen or settings.HOMEAI_MODEL_PATH.name]
-    workers = registry.live_workers()
-    for status in workers.values():
-        model = status.get("model")
-        if model and model not in names:
-            names.append(model)
-    return Serving(models=names, workers=len(workers))
+def serving_state() -> Catalog:
+    """The models clients may ask for and the living workers (one reading of the heartbeats)."""
+    return catalog()
 
 
 def read_body(request: HttpRequest) -> dict:
@@ -86,11 +69,18 @@ def queue_answer(request: HttpRequest, parse, *, keyless: bool = False) -> tuple
     user = authenticate(request, keyless=keyless)
     data = read_body(request)
     state = serving_state()
-    req = parse(data, state.accepted)
+    req = parse(data, state.spellings)
+    model_name = state.spellings[req.model]
     if not state.workers:
         raise ApiError(
             503,
             "No worker is running, so nothing can write the answer. Start one (make run starts one), then retry.",
+            code="no_worker",
+        )
+    if not state.held(model_name):
+        raise ApiError(
+            503,
+            f"No worker that holds {model_name} is running right now; retry once one has started.",
             code="no_worker",
         )
     if getattr(req, "load_only", None):
@@ -104,6 +94,9 @@ def queue_answer(request: HttpRequest, parse, *, keyless: bool = False) -> tuple
             max_tokens=req.max_tokens,
             options=req.options,
             output=req.output.as_dict() if req.output else None,
+            model_name=model_name,
+            keep_alive_s=getattr(req, "keep_alive_s", None),
+            t_arrive_ns=arrived_ns(request),
         )
     except ClientError as exc:
         raise protocol.from_client_error(exc, req) from None
@@ -141,7 +134,7 @@ async def _keyed_read(request: HttpRequest, build) -> HttpResponse:
 @never_cache
 async def models(request: HttpRequest) -> HttpResponse:
     return await _keyed_read(
-        request, lambda: {"object": "list", "data": [_model_object(n) for n in serving_state().models]}
+        request, lambda: {"object": "list", "data": [_model_object(n) for n in serving_state().names]}
     )
 
 
@@ -154,7 +147,7 @@ async def model_detail(request: HttpRequest, model_id: str) -> HttpResponse:
         await api_user(request)
     except ApiError as exc:
         return exc.response()
-    if model_id not in (await database_sync_to_async(serving_state)()).accepted:
+    if model_id not in (await database_sync_to_async(serving_state)()).spellings:
         unknown = ApiError(404, f"The model {model_id!r} does not exist here.", code="model_not_found", param="model")
         return unknown.response()
     return JsonResponse(_model_object(model_id))
@@ -177,6 +170,8 @@ class Answer:
         self.events = GenerationEvents(generation.id)
         self.finished = False
         self._ended = False
+        self.first_sent_ns: int | None = None  # wall clock, once the answer's first bytes went to the socket
+        self.served_ttft_ms: float | None = None
 
     async def start(self) -> None:
         """Subscribe, then send the task: the first token cannot beat the subscription."""
@@ -192,6 +187,10 @@ class Answer:
                 # The client left (or this server failed) before the answer ended: stop it.
                 await database_sync_to_async(generations.generation_cancel)(
                     user=self.user, generation_id=self.generation_id
+                )
+            elif self.served_ttft_ms is not None:
+                await database_sync_to_async(generations.generation_set_served_ttft)(
+                    generation_id=self.generation_id, ttft_ms=self.served_ttft_ms
                 )
         except Exception:
             log.warning("could not cancel generation %s", self.generation_id, exc_info=True)
@@ -248,13 +247,30 @@ class Answer:
                         # Text the stop-string filter held back until the end was never sent as a token.
                         final = event.get("text") or ""
                         calls = parse_calls(final)[1] if self.tools else []
-                        out.append(self.wire.end(event, visible.rest(final, calls), calls))
+                        out.append(self.wire.end(self._served(event), visible.rest(final, calls), calls))
                     elif kind == events.ERROR:
                         out.append(self.wire.error(protocol.from_engine_error(event["code"], event["message"])))
                 if out:
                     yield b"".join(out)
+                    # Resumed once the server has taken the bytes (ASGI send returned): they are
+                    # with the client's socket.
+                    self.first_sent_ns = self.first_sent_ns or time.time_ns()
         finally:
             await self.end()
+
+    def _served(self, done: dict) -> dict:
+        """The end event with the time to first token as the client got it: from the request's
+        arrival at the web server to the answer's first bytes handed to the client's socket (now,
+        when they go out with the end), both on this process's clock. delivery_ms is the part
+        after the worker's first token (relay, Redis, this server); the worker's phases join
+        this clock at the arrival, as its own ttft_ms does."""
+        metrics = dict(done.get("metrics") or {})
+        sent = self.first_sent_ns or time.time_ns()
+        self.served_ttft_ms = (sent - self.generation.t_arrive_ns) / 1e6
+        worker_ttft = metrics.get("ttft_ms")
+        metrics["delivery_ms"] = None if worker_ttft is None else self.served_ttft_ms - worker_ttft
+        metrics["ttft_ms"] = self.served_ttft_ms
+        return {**done, "metrics": metrics}
 
 
 async def _primed(first: bytes, rest) -> AsyncIterator[bytes]:
@@ -375,7 +391,7 @@ def _props() -> dict:
             },
         },
         "total_slots": settings.HOMEAI_SLOTS * max(state.workers, 1),
-        "model_path": state.models[0],
+        "model_path": state.default,
         "modalities": {"vision": False, "audio": False},
         "build_info": "HomeAI",
     }

@@ -24,7 +24,8 @@ from inference.engine.policies import make_policy
 from inference.engine.prompt import Prompt
 from inference.engine.runner import Runner
 from inference.engine.scheduler import Scheduler
-from inference.engine.sequence import Sequence, StopStringFilter
+from inference.engine.sequence import SeqStatus, Sequence, StopStringFilter
+from inference.engine.speculation import PromptLookup
 from inference.engine.step import Step
 from inference.engine.timing import NS_PER_MS, now_ns, perf_to_wall_ns
 
@@ -226,6 +227,12 @@ class Engine:
         except EngineError as exc:
             seq.emit(ErrorEvent(exc.code, exc.message))
             return
+        # No drafts under a grammar: the grammar sampler would have to accept and roll back
+        # each draft token; a JSON answer or a tool call is decoded token by token.
+        if seq.params.speculative and prompt.grammar is None:
+            seq.speculator = PromptLookup()
+            seq.speculator.extend(seq.prompt_tokens)
+            seq.n_ctx = self.runner.config.n_ctx_seq
         self._by_id[seq.seq_id] = seq
         self.scheduler.add(seq)
         position = self.scheduler.queue_position(seq)
@@ -269,11 +276,21 @@ class Engine:
                 seq.clock.mark_prefill_chunk(t0, t1)
                 seq.num_computed += chunk.n_tokens
                 seq.emit(PhaseEvent("prefill", done=seq.num_computed, total=seq.prompt_len))
-        for seq, index in to_sample:
+        for seq, index, draft in to_sample:
             if self.capture_first_logits and not seq.output_tokens:
                 seq.first_logits = self.runner.logits(index)
-            token = self.runner.sample(seq, index)
-            self._on_token(seq, token, now_ns())
+            try:
+                tokens = self._verify(seq, index, draft)
+            except EngineError as exc:
+                self._fail(seq, exc)
+                continue
+            t = now_ns()  # the tokens one step emits share its time
+            if not self._ends_turn(seq, tokens[0]):
+                seq.decode_steps += 1  # counted first: the answer's metrics may be taken below
+            for token in tokens:
+                self._on_token(seq, token, t)
+                if seq.status is SeqStatus.FINISHED:
+                    break
         # The cost model learns whole steps (sampling and events included): that is the gap a
         # chat sees between its tokens, which is what the stall target bounds.
         step_ms = (now_ns() - t0) / NS_PER_MS
@@ -283,12 +300,40 @@ class Engine:
             for seq in self.scheduler.waiting:
                 seq.emit(PhaseEvent("queued", position=self.scheduler.queue_position(seq)))
 
+    def _verify(self, seq: Sequence, index: int, draft: tuple[int, ...]) -> list[int]:
+        """The tokens this step gives the sequence, by sample-and-compare: its own sampler picks
+        the token at the first logits; while that pick equals the draft's token there, the next
+        position's logits are valid too and it picks again. Every emitted token is one sampler
+        call on the logits decoding one token at a time would have given, so greedy and seeded
+        answers are the same with or without a draft. The rejected draft tokens' KV cells go."""
+        tokens: list[int] = []
+        for j in range(len(draft) + 1):
+            token = self.runner.sample(seq, index + j)
+            tokens.append(token)
+            if j == len(draft) or token != draft[j] or self._ends_turn(seq, token):
+                break
+        if draft:
+            accepted = len(tokens) - 1
+            seq.drafted += len(draft)
+            seq.accepted += accepted
+            seq.speculator.feedback(len(draft), accepted)
+            if accepted < len(draft):
+                # KV now holds the last token and the accepted drafts; the rest is dropped.
+                self.runner.discard(seq, seq.position + len(tokens))
+        return tokens
+
+    def _ends_turn(self, seq: Sequence, token: int) -> bool:
+        """Whether the token ends the answer before any text of its own (end of generation)."""
+        return (self.runner.is_eog(token) or token in seq.stop_tokens) and not seq.params.ignore_eos
+
     def _on_token(self, seq: Sequence, token: int, t: int) -> None:
-        if (self.runner.is_eog(token) or token in seq.stop_tokens) and not seq.params.ignore_eos:
+        if self._ends_turn(seq, token):
             self._finish(seq, "stop", t)
             return
         first = not seq.output_tokens
         seq.output_tokens.append(token)
+        if seq.speculator is not None:
+            seq.speculator.extend([token])
         seq.clock.mark_token(t)
         text = seq.stop_filter.feed(self.runner.piece(token))
         seq.text += text
@@ -310,8 +355,11 @@ class Engine:
         self.scheduler.finish(seq)
         self.runner.release(seq)
         self._by_id.pop(seq.seq_id, None)
-        metrics = seq.clock.metrics(prompt_tokens=seq.prompt_len, cached_tokens=seq.num_cached)
+        metrics = seq.clock.metrics(
+            prompt_tokens=seq.prompt_len, cached_tokens=seq.num_cached, restored_tokens=seq.num_restored
+        )
         metrics["finish_reason"] = reason
+        metrics.update(spec_drafted=seq.drafted, spec_accepted=seq.accepted, decode_steps=seq.decode_steps)
         seq.emit(DoneEvent(text=seq.text, finish_reason=reason, notice=seq.notice, metrics=metrics))
 
     def _fail(self, seq: Sequence, exc: EngineError) -> None:
@@ -330,6 +378,7 @@ class Engine:
             "ms": (t1 - t0) / NS_PER_MS,
             "prefill": step.prefill_tokens,
             "decode": step.decode_tokens,
+            "draft": step.draft_tokens,
             "seqs": [c.seq.seq_id for c in step.chunks],
             "policy": self.scheduler.policy,
         }

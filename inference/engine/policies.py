@@ -7,7 +7,8 @@
   shortest remaining prompt first.
 
 A policy is a class with a `name` and `schedule(state) -> Step | None`, listed in POLICIES;
-adding one is a class here and its test. Pure Python, no llama.cpp.
+adding one is a class here and its test. A speculating sequence's decode carries draft tokens
+(step.decode_chunk), which count against the step's tokens like any other. Pure Python, no llama.cpp.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import abc
 from typing import ClassVar, Protocol
 
 from inference.engine.sequence import Sequence
-from inference.engine.step import Chunk, Step
+from inference.engine.step import Chunk, Step, decode_chunk
 
 # With decodes filling the whole budget, a waiting prompt still advances by this much per step.
 MIN_PREFILL_CHUNK = 16
@@ -59,7 +60,7 @@ class Serial(Policy):
         seq = state.running[0]
         if seq.in_prefill:
             return Step([Chunk(seq, min(seq.remaining_prompt, state.n_batch), True)])
-        return Step([Chunk(seq, 1, False)])
+        return Step([decode_chunk(seq, state.n_batch - 1)])
 
 
 class Batched(Policy):
@@ -71,8 +72,13 @@ class Batched(Policy):
 
     def schedule(self, state: SchedulerState) -> Step | None:
         state.admit_waiting()
-        step = Step([Chunk(seq, 1, False) for seq in state.running if not seq.in_prefill])
-        room = self.step_tokens(state, step.num_tokens) - step.num_tokens
+        decoding = [seq for seq in state.running if not seq.in_prefill]
+        room = self.step_tokens(state, len(decoding)) - len(decoding)
+        step = Step()
+        for seq in decoding:  # speculating sequences' drafts take room before the prompts
+            chunk = decode_chunk(seq, room)
+            step.chunks.append(chunk)
+            room -= len(chunk.draft)
         for seq in self.prompt_order([seq for seq in state.running if seq.in_prefill]):
             if room <= 0:
                 room = self.starved_room(state, step)

@@ -18,12 +18,17 @@ import numpy as np
 
 from inference.engine.errors import EngineError
 from inference.engine.grammar import Grammar
+from inference.engine.kvstore import KVStore
 from inference.engine.prompt import ChatTemplate, PromptBuilder
 from inference.engine.sequence import SamplingParams, Sequence
 from inference.engine.slots import SlotCache
 from inference.engine.step import Step
 
 log = logging.getLogger(__name__)
+
+# A saved conversation is restored only when it holds this many more tokens than the slot's own
+# cache: restoring copies the whole state, which costs more than evaluating a few tokens.
+RESTORE_MARGIN = 32
 
 # ggml's log levels (DEBUG=1, INFO=2, WARN=3, ERROR=4, CONT=5). llama-cpp-python's own
 # callback maps an older numbering and prints all of llama.cpp's load chatter to stderr;
@@ -49,6 +54,11 @@ class RunnerConfig:
     n_batch: int = 512
     n_threads: int = 0
     n_gpu_layers: int = 0
+    # Conversations that resume hot (kvstore.py): the RAM and disk their saved KV states may
+    # take, and the folder they spill to (0 and None: off).
+    kv_ram_bytes: int = 0
+    kv_disk_bytes: int = 0
+    kv_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,10 @@ class ModelInfo:
     description: str
     chat_template: bool
     n_ctx_train: int
+
+
+def _bytes_pointer(data: np.ndarray):
+    return data.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8))
 
 
 class _Constraint:
@@ -106,6 +120,7 @@ class Runner:
         self._piece_buf = ctypes.create_string_buffer(256)
         self.load_notice = ""  # something the person should know about how the model runs
         self.slots = SlotCache()  # what each slot's KV cache holds, for prefix reuse
+        self.kv = KVStore(ram_bytes=config.kv_ram_bytes, disk_bytes=config.kv_disk_bytes, folder=config.kv_dir)
 
     # --- lifecycle -------------------------------------------------------------------------
     @property
@@ -184,6 +199,7 @@ class Runner:
         return self.info
 
     def close(self) -> None:
+        self.kv.clear()
         for seq_id in list(self._samplers):
             self.free_sampler(seq_id)
         if self._batch is not None:
@@ -287,30 +303,32 @@ class Runner:
         return token
 
     # --- execution ---------------------------------------------------------------------------
-    def decode(self, step: Step) -> list[tuple[Sequence, int]]:
-        """Run one llama_decode for the step; returns (sequence, batch index) pairs to sample."""
+    def decode(self, step: Step) -> list[tuple[Sequence, int, tuple[int, ...]]]:
+        """Run one llama_decode for the step; returns what to sample: (sequence, batch index of
+        its first logits, its draft). A decode with a draft has logits at every position: the
+        last token's predicts draft[0], draft[0]'s predicts draft[1], and so on."""
         batch = self._batch
         i = 0
-        to_sample: list[tuple[Sequence, int]] = []
+        to_sample: list[tuple[Sequence, int, tuple[int, ...]]] = []
         for chunk in step.chunks:
             seq = chunk.seq
             if chunk.prefill:
                 start = seq.num_computed
                 tokens = seq.prompt_tokens[start : start + chunk.n_tokens]
-                wants_logits = start + chunk.n_tokens == seq.prompt_len
+                n_logits = 1 if start + chunk.n_tokens == seq.prompt_len else 0
             else:
                 start = seq.position
-                tokens = [seq.output_tokens[-1]]
-                wants_logits = True
+                tokens = [seq.output_tokens[-1], *chunk.draft]
+                n_logits = len(tokens)
             for k, token in enumerate(tokens):
                 batch.token[i] = token
                 batch.pos[i] = start + k
                 batch.n_seq_id[i] = 1
                 batch.seq_id[i][0] = seq.slot
-                batch.logits[i] = wants_logits and k == len(tokens) - 1
+                batch.logits[i] = k >= len(tokens) - n_logits
                 i += 1
-            if wants_logits:
-                to_sample.append((seq, i - 1))
+            if n_logits:
+                to_sample.append((seq, i - n_logits, chunk.draft))
         batch.n_tokens = i
         rc = llama_cpp.llama_decode(self.ctx, batch)
         if rc != 0:
@@ -324,15 +342,50 @@ class Runner:
     # --- KV slots ------------------------------------------------------------------------------
     def admit(self, seq: Sequence, free_slots: list[int]) -> int:
         """Start the sequence in the free slot whose cache it can reuse most of (SlotCache.choose),
-        drop the rest of that cache, and mark the reused prefix as computed."""
+        or restore its conversation's saved state there when that holds more (kvstore.py); keep
+        the slot's cells first if they are someone's history this sequence would overwrite; drop
+        the rest of the slot's cache, and mark the reused prefix as computed."""
         slot, reuse = self.slots.choose(free_slots, seq.prompt_tokens, seq.owner)
         mem = llama_cpp.llama_get_memory(self.ctx)
+        held, owner = self.slots.held(slot)
+        if reuse < self.kv.min_tokens and self.kv.worth_keeping(held):
+            self._save(slot, held, owner)
+        saved, restorable = self.kv.best(seq.owner, seq.prompt_tokens) if self.kv.enabled else (None, 0)
+        restorable = min(restorable, seq.prompt_len - 1)  # one prompt token must run, for logits
+        if saved is not None and restorable > reuse + RESTORE_MARGIN and self._restore(slot, saved):
+            reuse, seq.num_restored = restorable, restorable
         if reuse <= 0 or not llama_cpp.llama_memory_seq_rm(mem, slot, reuse, -1):
             llama_cpp.llama_memory_seq_rm(mem, slot, -1, -1)
-            reuse = 0
+            reuse = seq.num_restored = 0
         seq.num_computed = seq.num_cached = reuse
         self.slots.take(slot)
         return slot
+
+    def _save(self, slot: int, tokens: list[int], owner: object) -> None:
+        """Copy a slot's KV cells (the history they hold) into the store."""
+        size = llama_cpp.llama_state_seq_get_size(self.ctx, slot)
+        if size <= 0:
+            return
+        data = np.empty(size, dtype=np.uint8)  # not zero-filled: a ctypes array of 44 MB takes 80 ms to clear
+        written = llama_cpp.llama_state_seq_get_data(self.ctx, _bytes_pointer(data), size, slot)
+        if written != size:
+            return
+        n_in_kv = llama_cpp.llama_memory_seq_pos_max(llama_cpp.llama_get_memory(self.ctx), slot) + 1
+        self.kv.put(owner, tokens[:n_in_kv], data)
+
+    def _restore(self, slot: int, saved) -> bool:
+        """Load a saved state into the (emptied) slot; False when llama.cpp refuses it."""
+        llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(self.ctx), slot, -1, -1)
+        data = self.kv.take(saved)
+        if llama_cpp.llama_state_seq_set_data(self.ctx, _bytes_pointer(data), data.size, slot) != data.size:
+            llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(self.ctx), slot, -1, -1)
+            return False
+        return True
+
+    def discard(self, seq: Sequence, start: int) -> None:
+        """Drop the sequence's KV cells from position `start` on (a draft's rejected tokens)."""
+        if not llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(self.ctx), seq.slot, start, -1):
+            raise EngineError("decode_failed", "llama.cpp could not drop a rejected draft from this answer's cache.")
 
     def release(self, seq: Sequence, *, keep_cache: bool = True) -> None:
         """Free the sequence's sampler; its KV cells stay as the slot's cache (or are dropped)."""

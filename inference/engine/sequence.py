@@ -8,6 +8,7 @@ import queue
 from dataclasses import dataclass, field
 
 from inference.engine.events import EngineEvent
+from inference.engine.speculation import PromptLookup
 from inference.engine.timing import PhaseClock
 from inference.engine.tools import OutputSpec
 
@@ -31,6 +32,7 @@ class SamplingParams:
     seed: int = -1
     stop: tuple[str, ...] = ()
     ignore_eos: bool = False  # benchmarks: always produce max_tokens
+    speculative: bool = False  # draft by prompt lookup and verify (speculation.py); the worker's policy sets it
 
 
 class StopStringFilter:
@@ -89,6 +91,7 @@ class Sequence:
     status: SeqStatus = SeqStatus.WAITING
     prompt_tokens: list[int] = field(default_factory=list)
     num_cached: int = 0  # prompt tokens whose KV was reused, not evaluated
+    num_restored: int = 0  # of those, how many came back from a saved conversation (kvstore.py)
     num_computed: int = 0  # prompt tokens in the KV cache
     output_tokens: list[int] = field(default_factory=list)
     text: str = ""
@@ -105,6 +108,12 @@ class Sequence:
     # The prompt, built by Engine.submit in the submitting thread (a Prompt, or the EngineError
     # that refused it); None when the model was not loaded yet, and the engine thread builds it.
     prepared: object = None
+    # Speculative decoding: the drafter (None: not speculating), and the answer's counts.
+    speculator: PromptLookup | None = None
+    n_ctx: int = 0  # the slot's context length, which no draft may run past (set by the engine)
+    drafted: int = 0  # draft tokens put in decode steps
+    accepted: int = 0  # of those, tokens the sampler picked too
+    decode_steps: int = 0  # model steps that gave this answer tokens
 
     @property
     def prompt_len(self) -> int:
@@ -122,6 +131,14 @@ class Sequence:
     def position(self) -> int:
         """The KV position the next token fed to the model will take."""
         return self.num_computed + max(len(self.output_tokens) - 1, 0)
+
+    def draft(self, room: int) -> tuple[int, ...]:
+        """Draft tokens for this sequence's next decode step, at most `room`, none past its
+        max_tokens or its context (the last emitted token and the draft all take KV positions)."""
+        if self.speculator is None:
+            return ()
+        left = min(self.params.max_tokens - len(self.output_tokens), self.n_ctx - self.position - 1) - 1
+        return tuple(self.speculator.draft(min(room, left)))
 
     def emit(self, event: EngineEvent) -> None:
         self.events.put(event)

@@ -40,6 +40,10 @@ class SlotCache:
         # At least one prompt token must be evaluated to get logits for the first answer token.
         return slot, min(self.common_prefix(slot, tokens, owner), len(tokens) - 1)
 
+    def held(self, slot: int) -> tuple[list[int], object]:
+        """The tokens the slot's cells hold, and whose they are."""
+        return self._tokens.get(slot, []), self._owner.get(slot)
+
     def take(self, slot: int) -> None:
         """A sequence starts in the slot: what it caches is unknown until the sequence ends."""
         self._tokens[slot] = []

@@ -9,11 +9,13 @@ from inference.engine.sequence import Sequence
 
 @dataclass(frozen=True)
 class Chunk:
-    """One sequence's part of a step: n prompt tokens (prefill) or its next token (decode)."""
+    """One sequence's part of a step: n prompt tokens (prefill), or its last token and the
+    draft tokens to verify after it (decode: n_tokens = 1 + len(draft))."""
 
     seq: Sequence
     n_tokens: int
     prefill: bool
+    draft: tuple[int, ...] = ()
 
 
 @dataclass
@@ -31,3 +33,13 @@ class Step:
     @property
     def decode_tokens(self) -> int:
         return sum(c.n_tokens for c in self.chunks if not c.prefill)
+
+    @property
+    def draft_tokens(self) -> int:
+        return sum(len(c.draft) for c in self.chunks)
+
+
+def decode_chunk(seq: Sequence, room: int) -> Chunk:
+    """A decoding sequence's chunk: its last token, and a draft of at most `room` tokens."""
+    draft = seq.draft(room)
+    return Chunk(seq, 1 + len(draft), False, draft)

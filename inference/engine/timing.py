@@ -61,7 +61,7 @@ class PhaseClock:
             return self.t_arrive
         return min(self.t_arrive, self.t_prefill_start - self.load_ns)
 
-    def metrics(self, *, prompt_tokens: int, cached_tokens: int) -> dict:
+    def metrics(self, *, prompt_tokens: int, cached_tokens: int, restored_tokens: int = 0) -> dict:
         """Phase durations and rates; None where a phase never happened."""
         arrive = self._arrival()
         out: dict = {
@@ -75,6 +75,7 @@ class PhaseClock:
             "tpot_ms": None,
             "prompt_tokens": prompt_tokens,
             "cached_tokens": cached_tokens,
+            "restored_tokens": restored_tokens,
             "output_tokens": len(self.token_times),
             "prompt_tps": None,
             "output_tps": None,

@@ -13,6 +13,7 @@ from django.utils import formats, timezone
 from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from inference import broadcast, events, redis_client, selectors
+from inference.catalog import model_for_answer
 from inference.errors import ClientError
 from inference.metrics import record_generation
 from inference.models import Account, ChatSettings, Conversation, Generation, Message
@@ -116,8 +117,12 @@ def _answer(
     client: str = "chat",
     raw_prompt: bool = False,
     output: dict | None = None,
+    model_name: str = "",
+    keep_alive_s: float | None = None,
 ) -> Generation:
-    """A queued answer to prompt under the conversation's settings, now the branch on show."""
+    """A queued answer to prompt under the conversation's settings, now the branch on show,
+    of its model: the request's (API), else the conversation's, else the default one."""
+    model_name = model_name or model_for_answer(conversation.model)
     reply = Message.objects.create(conversation=conversation, parent=prompt, role=Message.Role.ASSISTANT, content="")
     if max_tokens is None:
         stored = conversation.max_tokens
@@ -129,7 +134,8 @@ def _answer(
         client=client[:32] or "api",
         raw_prompt=raw_prompt,
         output=output or {},
-        model_name=settings.HOMEAI_MODEL_PATH.name,
+        model_name=model_name,
+        keep_alive_s=keep_alive_s,
         max_tokens=max_tokens,
         sampling={**conversation.sampling(), **sampling},
         system_prompt=conversation.system_prompt,
@@ -149,9 +155,14 @@ def generation_create_api(
     max_tokens=None,
     options=None,
     output: dict | None = None,
+    model_name: str = "",
+    keep_alive_s: float | None = None,
+    t_arrive_ns: int | None = None,
 ) -> Generation:
     """An API request (OpenAI's or Ollama's): its messages (or raw prompt) become an API
-    conversation; output says what the answer must be (engine.tools.OutputSpec.as_dict)."""
+    conversation; output says what the answer must be (engine.tools.OutputSpec.as_dict);
+    model_name the model file asked for (the default one when empty); t_arrive_ns is when the
+    request reached the web server (default: now)."""
     if (messages is None) == (prompt is None):
         raise ClientError("bad_request", "Give either messages or a prompt.", field="messages")
     if prompt is not None:
@@ -172,7 +183,7 @@ def generation_create_api(
     max_tokens = validate_max_tokens(max_tokens)
     sampling = validate_sampling(options)
     _check_room(user)
-    t_arrive_ns = time.time_ns()
+    t_arrive_ns = t_arrive_ns or time.time_ns()
     title = f"API · {client}: " + " ".join(turns[-1]["content"].split())[:TITLE_CHARS]
     with transaction.atomic():
         conversation = Conversation.objects.create(user=user, title=title[:120], source=Conversation.Source.API)
@@ -188,6 +199,8 @@ def generation_create_api(
             client=client,
             raw_prompt=prompt is not None,
             output=output,
+            model_name=model_name,
+            keep_alive_s=keep_alive_s,
         )
 
 
@@ -258,7 +271,7 @@ def generation_enqueue(*, generation: Generation) -> bool:
     """
     broadcast.publish_dashboard([events.request_update(generation, phase="queued", status="queued")])
     try:
-        registry.send_generation(generation.id)
+        registry.send_generation(generation.id, generation.model_name)
     except Exception:
         log.warning("could not send answer %s to a worker; the watchdog will", generation.id, exc_info=True)
         return False
@@ -285,6 +298,13 @@ def generation_cancel(*, user, generation_id) -> None:
             raise ClientError(
                 "unavailable", "The answer cannot be stopped right now (the message queue is unreachable); try again."
             ) from None
+
+
+def generation_set_served_ttft(*, generation_id: int, ttft_ms: float) -> None:
+    """Store a streamed API answer's time to first token as its client got it (arrival at the web
+    server to the first bytes on the socket), over the worker's: the web measures it, and stores
+    it once the answer has ended, after the worker's final write."""
+    Generation.objects.filter(id=generation_id).update(ttft_ms=validate_ttft_ms(ttft_ms))
 
 
 def generation_set_client_ttft(*, user, generation_id, ttft_ms) -> None:

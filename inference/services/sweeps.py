@@ -22,6 +22,9 @@ LOST_MESSAGE = "The worker lost track of this answer; the text so far is kept."
 RETRY_MESSAGE = "The worker stopped before this answer began; it starts again."
 MAX_ATTEMPTS = 2
 NO_WORKER_MESSAGE = "No worker is running right now; this message will be answered as soon as one starts."
+NO_MODEL_WORKER_MESSAGE = (
+    "No worker that holds {model} is running right now; this message will be answered as soon as one starts."
+)
 
 
 @dataclass
@@ -87,7 +90,7 @@ def _retry(generation: Generation) -> bool:
     if not changed:
         return False
     broadcast.publish_for(generation, [events.phase(generation.id, "notice", message=RETRY_MESSAGE)])
-    registry.send_generation(generation.id)
+    registry.send_generation(generation.id, generation.model_name)
     return True
 
 
@@ -155,25 +158,35 @@ def generations_resend_stale(
     now = time.monotonic()
     if waited_s is not None:
         resent.clear()
-    stale = set(
-        Generation.objects.filter(status=Generation.Status.QUEUED, created_at__lt=cutoff).values_list("id", flat=True)
-    )
-    for generation_id in set(resent) - stale:
+    held = held_models(workers)
+    queued = Generation.objects.filter(status=Generation.Status.QUEUED, created_at__lt=cutoff)
+    # Only answers some living worker can write: the others wait in their model's queue.
+    stale = {gid: model for gid, model in queued.values_list("id", "model_name") if model in held}
+    for generation_id in set(resent) - set(stale):
         del resent[generation_id]
     for generation_id in sorted(stale):
         if now - resent.get(generation_id, -every) >= every:
             resent[generation_id] = now
-            registry.send_generation(generation_id)
+            registry.send_generation(generation_id, stale[generation_id])
+
+
+def held_models(workers: dict[str, dict]) -> set[str]:
+    """The model files the living workers hold (each heartbeat lists its worker's)."""
+    return {model["name"] for beat in workers.values() for model in beat.get("models") or []}
 
 
 def generations_notify_no_worker(*, workers: dict[str, dict], notified: set[int]) -> None:
-    """Tell people whose answers wait that no worker is alive (once per answer), so a stopped
-    worker shows up as a sentence instead of an endless "queued"."""
-    if workers:
-        notified.clear()
-        return
+    """Tell people whose answers wait that no worker is alive, or none that holds their answer's
+    model (once per answer while it lasts), so a stopped worker shows up as a sentence instead
+    of an endless "queued"."""
     cutoff = timezone.now() - timezone.timedelta(seconds=settings.HOMEAI_WORKER_TTL)
-    waiting = Generation.objects.filter(status=Generation.Status.QUEUED, created_at__lt=cutoff).exclude(id__in=notified)
-    for generation in waiting.select_related("user"):
+    held = held_models(workers)
+    waiting = Generation.objects.filter(status=Generation.Status.QUEUED, created_at__lt=cutoff).exclude(
+        model_name__in=held
+    )
+    unserved = set(waiting.values_list("id", flat=True))
+    notified &= unserved  # an answer whose worker came back (and went again) is told again
+    for generation in waiting.exclude(id__in=notified).select_related("user"):
         notified.add(generation.id)
-        broadcast.publish_for(generation, [events.phase(generation.id, "notice", message=NO_WORKER_MESSAGE)])
+        message = NO_WORKER_MESSAGE if not workers else NO_MODEL_WORKER_MESSAGE.format(model=generation.model_name)
+        broadcast.publish_for(generation, [events.phase(generation.id, "notice", message=message)])

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.utils import formats
 from django.utils.translation import gettext
 
+from inference.catalog import model_for_answer
 from inference.errors import ClientError
 from inference.models import ChatSettings, Conversation
 
@@ -23,6 +24,9 @@ SAMPLING_RANGES = {
     "presence_penalty": (float, -2.0, 2.0),
     "seed": (int, -1, 2**31 - 1),
 }
+# Switches: ignore_eos (benchmarks: write exactly max_tokens, as vLLM's ignore_eos) and
+# speculative (false: no speculative decoding for this answer, whatever the server's policy).
+BOOLEAN_OPTIONS = ("ignore_eos", "speculative")
 MAX_STOPS = 4
 SYSTEM_PROMPT_CHARS = 4000
 TITLE_CHARS = Conversation._meta.get_field("title").max_length
@@ -104,7 +108,9 @@ def validate_settings(values) -> dict:
         if name not in SETTINGS:
             known = ", ".join(SETTINGS)
             raise ClientError("bad_request", f"Unknown setting {name!r}; known settings: {known}.", field=name)
-        if name == "system_prompt":
+        if name == "model":
+            clean[name] = _model(value)
+        elif name == "system_prompt":
             clean[name] = validate_limited_text(
                 value, field=name, what=gettext("The system prompt"), limit=SYSTEM_PROMPT_CHARS, required=False
             )
@@ -115,6 +121,16 @@ def validate_settings(values) -> dict:
         else:
             clean[name] = validate_sampling({name: value})[name]
     return clean
+
+
+def _model(value) -> str:
+    """A model's file name from any spelling a person or client uses ("smollm2:135m"); "" (or
+    null) for the server's default."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or len(value) > 255:
+        raise ClientError("bad_request", gettext("The model must be a model's name."), field="model")
+    return model_for_answer(value)
 
 
 def is_number(value) -> bool:
@@ -130,9 +146,9 @@ def validate_sampling(options) -> dict:
         raise ClientError("bad_request", 'options must be an object, e.g. {"temperature": 0.2}.', field="options")
     clean: dict = {}
     for name, value in options.items():
-        if name == "ignore_eos":  # benchmarks: write exactly max_tokens (as vLLM's ignore_eos)
+        if name in BOOLEAN_OPTIONS:
             if not isinstance(value, bool):
-                raise ClientError("bad_request", "ignore_eos must be true or false.", field=name)
+                raise ClientError("bad_request", f"{name} must be true or false.", field=name)
             clean[name] = value
             continue
         if name == "stop":
@@ -150,7 +166,7 @@ def validate_sampling(options) -> dict:
             clean["stop"] = stops
             continue
         if name not in SAMPLING_RANGES:
-            known = ", ".join([*SAMPLING_RANGES, "stop", "ignore_eos"])
+            known = ", ".join([*SAMPLING_RANGES, "stop", *BOOLEAN_OPTIONS])
             raise ClientError("bad_request", f"Unknown option {name!r}; known options: {known}.", field=name)
         kind, low, high = SAMPLING_RANGES[name]
         if not is_number(value) or (kind is int and value != int(value)) or not low <= value <= high:

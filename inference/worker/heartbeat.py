@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import threading
 import time
 
 from django.conf import settings
 
-from inference import broadcast, events, probe, redis_client
+from inference import broadcast, events, model_library, probe, redis_client
 from inference.outage import OutageLog
-from inference.worker import registry, runtime, stream
+from inference.worker import queues, registry, runtime, stream
 
 log = logging.getLogger(__name__)
 
@@ -24,21 +25,39 @@ _stop = threading.Event()
 
 
 def status() -> dict:
-    """What this worker reports in its heartbeat (registry.live_workers() reads it back)."""
-    engine = runtime.current_engine()
+    """What this worker reports in its heartbeat (registry.live_workers() reads it back): the
+    models it holds (the web routes their answers here), its engines, and at the top level the
+    most recently used engine's fields."""
+    built = runtime.engines()
+    engine = built[-1] if built else None
     base = {
         "worker": registry.worker_name(),
+        "host": socket.gethostname(),
         "time": time.time(),
         "pid": os.getpid(),
         "n_gpu_layers": engine.runner.config.n_gpu_layers if engine else settings.HOMEAI_GPU_LAYERS,
         "gpus": probe.gpu_live(),
         "answers": stream.in_flight(),
+        "models": _models,
+        "engines": [dict(e.status(), keep_alive_until=runtime.keep_alive_until(e)) for e in built],
     }
     if engine is None:
-        base.update(loaded=False, model=settings.HOMEAI_MODEL_PATH.name, running=0, waiting=0)
+        base.update(loaded=False, model=runtime.default_model(), running=0, waiting=0)
     else:
         base.update(engine.status())
     return base
+
+
+_models: list[dict] = []  # model_library.describe() of each model this worker holds
+
+
+def follow_library() -> None:
+    """The models in this worker's folder, read again every beat: announced to the web, and
+    their queues consumed (a model put into the folder is served without a restart)."""
+    global _models
+    _models = [model_library.describe(m) for m in model_library.servable()]
+    registry.announce_models(_models)
+    queues.follow([registry.model_queue(m["name"]) for m in _models])
 
 
 def _publish_steps() -> None:
@@ -66,6 +85,7 @@ def _beat() -> None:
             _publish_steps()
             if time.monotonic() >= next_beat:
                 runtime.follow_controls()
+                follow_library()
                 redis_client.client().set(key, json.dumps(status()), ex=ttl)
                 next_beat = time.monotonic() + interval
         except Exception:

@@ -10,6 +10,8 @@ import json
 import os
 import socket
 
+from django.conf import settings
+
 from homeai.celery import app
 from inference import redis_client
 
@@ -38,9 +40,33 @@ def live_workers() -> dict[str, dict]:
     return out
 
 
-def send_generation(generation_id: int) -> None:
-    """Ask a worker to run an answer (a duplicate is harmless: the claim lets one run it)."""
-    app.send_task(GENERATE_TASK, args=(generation_id,))
+def model_queue(model_name: str) -> str:
+    """The Celery queue of one model's answers: only workers that hold the model consume it, so
+    a worker never takes an answer it cannot write, wherever it runs."""
+    return f"{settings.CELERY_TASK_DEFAULT_QUEUE}.model.{model_name}"
+
+
+def send_generation(generation_id: int, model_name: str) -> None:
+    """Ask a worker holding the model to run an answer (a duplicate is harmless: the claim lets
+    one run it). With none alive it waits in the model's queue until one starts."""
+    app.send_task(GENERATE_TASK, args=(generation_id,), queue=model_queue(model_name))
+
+
+def announce_models(models: list[dict]) -> None:
+    """A worker's models, remembered beyond its life (see MODELS_KEY)."""
+    if models:
+        redis_client.client().hset(redis_client.MODELS_KEY, mapping={m["name"]: json.dumps(m) for m in models})
+
+
+def known_models() -> dict[str, dict]:
+    """Every model some worker announced: file name -> description."""
+    out = {}
+    for name, raw in redis_client.client().hgetall(redis_client.MODELS_KEY).items():
+        try:
+            out[name.decode()] = json.loads(raw)
+        except ValueError:
+            continue
+    return out
 
 
 def send_demo_document(user_id: int, chat_ids: list[int], waited_s: float = 0.0, *, countdown: float) -> None:

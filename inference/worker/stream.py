@@ -40,8 +40,11 @@ def sampling_params(generation: Generation) -> SamplingParams:
     """The engine's sampling settings: the server's defaults under the request's own."""
     options = dict(generation.sampling)
     stop = tuple(options.pop("stop", ()))
+    # On by the server's policy, off per request (a request cannot turn it on against the policy).
+    asked = options.pop("speculative", True)
+    speculative = settings.HOMEAI_SPECULATION == "ngram" and asked
     base = {"temperature": settings.HOMEAI_TEMPERATURE, "seed": settings.HOMEAI_SEED}
-    return SamplingParams(max_tokens=generation.max_tokens, stop=stop, **{**base, **options})
+    return SamplingParams(max_tokens=generation.max_tokens, stop=stop, speculative=speculative, **{**base, **options})
 
 
 # Answer id -> the tasks of this process working on it: a counter, not a set, since a duplicate
@@ -81,11 +84,9 @@ def generation_run(*, generation_id: int) -> None:
 
 
 def _run(generation_id: int) -> None:
-    engine = runtime.get_engine()
     claimed = Generation.objects.filter(id=generation_id, status=Generation.Status.QUEUED).update(
         status=Generation.Status.RUNNING,
         worker=registry.worker_name(),
-        model_name=engine.runner.config.model_path.name,
         attempts=F("attempts") + 1,
     )
     if claimed != 1:
@@ -103,21 +104,23 @@ def _run(generation_id: int) -> None:
         )
         if generation.raw_prompt:
             seq.raw_prompt = seq.messages[-1]["content"]
-        engine = _submit(seq, engine)
+        engine = _submit(seq, generation.model_name)
         relay.run(seq, engine)
     except Exception:
         log.exception("answer %s failed in the worker", generation_id)
         relay.fail("worker_error", WORKER_ERROR_MESSAGE)
         raise
+    finally:
+        runtime.answered(generation.model_name, generation.keep_alive_s)
 
 
-def _submit(seq: Sequence, engine: Engine) -> Engine:
-    """Hand the sequence to an engine that will run it: a model switch may have retired the one
-    this task was given, and then the runtime has built its successor."""
+def _submit(seq: Sequence, model_name: str) -> Engine:
+    """Hand the sequence to the model's engine: one that a settings change or a make-room
+    retired meanwhile refuses it, and the runtime builds its successor."""
     for _ in range(SUBMIT_ATTEMPTS):
+        engine = runtime.get_engine(model_name)
         if engine.submit(seq):
             return engine
-        engine = runtime.get_engine()
     raise RuntimeError("no engine of this worker accepts work")
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import threading
 
 from celery import shared_task
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import celeryd_after_setup, worker_ready, worker_shutdown
+from django.conf import settings
 
-from inference import probe
+from inference import model_library, probe
 from inference.services import demo
-from inference.worker import heartbeat, registry, runtime, stream
+from inference.worker import heartbeat, queues, registry, runtime, stream
 
 
 # Acknowledged when it starts: the database, not the broker, knows whether an answer ran.
@@ -32,11 +33,23 @@ def demo_document(user_id: int, chat_ids: list[int], waited_s: float = 0.0) -> N
         registry.send_demo_document(user_id, chat_ids, waited_s + demo.DEMO_POLL_S, countdown=demo.DEMO_POLL_S)
 
 
+@celeryd_after_setup.connect
+def _on_worker_setup(sender, instance, **_kwargs) -> None:
+    """Before it consumes anything: the bundled models written into the folder (unless turned
+    off), and a queue per model held added to the worker's queues."""
+    if settings.HOMEAI_BUNDLED_MODELS:
+        model_library.ensure_bundled_models()
+    runtime.clear_stale_kv()
+    queues.at_setup(sender, instance.app, [registry.model_queue(m.name) for m in model_library.servable()])
+
+
 @worker_ready.connect
 def _on_worker_ready(**_kwargs) -> None:
-    # Build the engine now (llama.cpp's library import takes a few hundred ms) so the first
-    # request's queue time is not inflated by it; the model itself loads on the first request.
-    runtime.get_engine()
+    # Build the default model's engine now (llama.cpp's library import takes a few hundred ms)
+    # so the first request's queue time is not inflated by it; the model loads on the first
+    # request. A worker that does not hold the default model builds nothing yet.
+    if model_library.path_of(runtime.default_model()).is_file():
+        runtime.get_engine()
     heartbeat.start()
     # Memory bandwidth and FLOP/s for the dashboard's "why" panel: a second or two, cached per host.
     threading.Thread(target=probe.ensure_cached, name="homeai-probe", daemon=True).start()

@@ -23,7 +23,8 @@
   const config = Object.assign(
     { ws_path: "/ws/chat/", conversation: null, default_max_tokens: 256, max_tokens_limit: 2048, max_chars: 16000 },
     readJson("chat-config"));
-  config.settings = Object.assign({ system_prompt: "", temperature: null, top_p: null, max_tokens: null }, config.settings);
+  config.settings = Object.assign({ model: "", system_prompt: "", temperature: null, top_p: null, max_tokens: null }, config.settings);
+  config.models = config.models || [];
   config.defaults = config.defaults || {};
   config.presets = config.presets || [];
   const ACTIVE = new Set(["queued", "running"]);
@@ -322,7 +323,8 @@
     if (isNum(m.output_tps)) parts.push(say(gettext("output %(rate)s tok/s"), { rate: fmtRate(m.output_tps) }));
     if (isNum(m.output_tokens)) parts.push(say(ngettext("%(n)s token", "%(n)s tokens", m.output_tokens), { n: fmtInt(m.output_tokens) }));
     if (isNum(m.client_ttft_ms)) parts.push(say(gettext("browser TTFT %(ms)s"), { ms: fmtMs(m.client_ttft_ms) }));
-    if (isNum(m.cached_tokens) && m.cached_tokens > 0) parts.push(say(gettext("cached %(n)s"), { n: fmtInt(m.cached_tokens) }));
+    if (isNum(m.restored_tokens) && m.restored_tokens > 0) parts.push(say(gettext("restored %(n)s"), { n: fmtInt(m.restored_tokens) }));
+    else if (isNum(m.cached_tokens) && m.cached_tokens > 0) parts.push(say(gettext("cached %(n)s"), { n: fmtInt(m.cached_tokens) }));
     if (m.cold) parts.push(gettext("cold load"));
     if (m.finish_reason === "length") parts.push(gettext("max tokens reached"));
     // An answer stopped while still queued has nothing worth a line.
@@ -331,7 +333,7 @@
   }
 
   function statsTooltip(m) {
-    const parts = [];
+    const parts = m.model ? [modelLabel(m.model)] : [];
     if (isNum(m.prompt_tokens)) parts.push(say(gettext("%(n)s prompt tokens"), { n: fmtInt(m.prompt_tokens) }));
     if (isNum(m.tpot_ms)) parts.push(say(gettext("%(ms)s per output token"), { ms: fmtMs(m.tpot_ms) }));
     if (isNum(m.e2e_ms)) parts.push(say(gettext("total %(ms)s"), { ms: fmtMs(m.e2e_ms) }));
@@ -596,9 +598,33 @@
   /* ---------- Chat settings: a dialog; a summary chip in the header ---------- */
 
   const SETTING_FIELDS = [
-    ["system_prompt", "setting-system-prompt"], ["temperature", "setting-temperature"],
+    ["model", "setting-model"], ["system_prompt", "setting-system-prompt"], ["temperature", "setting-temperature"],
     ["top_p", "setting-top-p"], ["max_tokens", "setting-max-tokens"],
   ];
+  const NUMBER_FIELDS = SETTING_FIELDS.slice(2);
+
+  // A model's short name where it has one ("smollm2:135m"), else its file name.
+  function modelLabel(name) {
+    const model = config.models.find((m) => m.name === name);
+    return (model && model.alias) || name;
+  }
+
+  function fillModelSelect(selected) {
+    const fallback = el("option", null, say(gettext("Server default (%(model)s)"), { model: modelLabel(config.defaults.model) }));
+    fallback.value = "";
+    const options = [fallback];
+    const names = config.models.map((m) => m.name);
+    if (selected && !names.includes(selected)) names.push(selected);  // a model no longer listed stays visible
+    for (const name of names) {
+      const model = config.models.find((m) => m.name === name);
+      const label = model && model.alias ? `${model.alias} · ${name}` : name;
+      const option = el("option", null, model && model.held ? label : say(gettext("%(model)s (no worker holds it now)"), { model: label }));
+      option.value = name;
+      options.push(option);
+    }
+    $("setting-model").replaceChildren(...options);
+    $("setting-model").value = selected || "";
+  }
   const settingsUi = {
     form: $("settings-form"), preset: $("preset-select"), presetDelete: $("preset-delete"), error: $("settings-error"),
     count: $("system-prompt-count"), reset: $("settings-reset"), presetSave: $("preset-save"),
@@ -634,7 +660,7 @@
     const preset = matchingPreset(values);
     const held = new Set(preset ? heldNames(preset.settings) : []);
     const parts = preset ? [preset.name] : [];
-    const say = { system_prompt: () => gettext("System prompt"), temperature: (v) => interpolate(gettext("temp %(v)s"), { v }, true), top_p: (v) => interpolate(gettext("top p %(v)s"), { v }, true), max_tokens: (v) => interpolate(gettext("%(n)s tokens"), { n: fmtInt(v) }, true) };
+    const say = { model: (v) => modelLabel(v), system_prompt: () => gettext("System prompt"), temperature: (v) => interpolate(gettext("temp %(v)s"), { v }, true), top_p: (v) => interpolate(gettext("top p %(v)s"), { v }, true), max_tokens: (v) => interpolate(gettext("%(n)s tokens"), { n: fmtInt(v) }, true) };
     for (const [name] of SETTING_FIELDS) {
       const v = values[name];
       if (!held.has(name) && v !== null && v !== "" && v !== undefined) parts.push(say[name](v));
@@ -673,7 +699,8 @@
   const selectedPreset = () => config.presets.find((p) => String(p.id) === settingsUi.preset.value) || null;
 
   function fillSettingsForm(values) {
-    for (const [name, id] of SETTING_FIELDS) {
+    fillModelSelect(values.model);
+    for (const [name, id] of SETTING_FIELDS.slice(1)) {
       const v = values[name];
       $(id).value = v === null || v === undefined ? "" : String(v);
       const def = config.defaults[name];
@@ -691,11 +718,11 @@
 
   // The form's values, checked; null (with the reason shown) when one is out of range.
   function readSettingsForm() {
-    const out = { system_prompt: $("setting-system-prompt").value.trim() };
+    const out = { model: $("setting-model").value, system_prompt: $("setting-system-prompt").value.trim() };
     const limit = config.system_prompt_chars || 4000;
     if (charLength(out.system_prompt) > limit) return settingsError(say(gettext("The system prompt is over %(limit)s characters."), { limit: fmtInt(limit) }), "setting-system-prompt");
     const ranges = { temperature: [0, 5, false], top_p: [0, 1, false], max_tokens: [1, config.max_tokens_limit, true] };
-    for (const [name, id] of SETTING_FIELDS.slice(1)) {
+    for (const [name, id] of NUMBER_FIELDS) {
       const input = $(id);
       const raw = input.value.trim();
       if (!raw && !input.validity.badInput) { out[name] = null; continue; }
@@ -739,8 +766,9 @@
     const preset = selectedPreset();
     settingsUi.presetDelete.hidden = !preset || preset.builtin;
     if (!preset) return;
-    // A preset sets the values it holds; the others go back to the defaults.
-    const values = { system_prompt: "", temperature: null, top_p: null, max_tokens: null };
+    // A preset sets the values it holds; the others go back to the defaults (but the model:
+    // a preset without one keeps the model chosen).
+    const values = { model: $("setting-model").value, system_prompt: "", temperature: null, top_p: null, max_tokens: null };
     for (const [name] of SETTING_FIELDS) if (preset.settings[name] != null) values[name] = preset.settings[name];
     fillSettingsForm(values);
   }

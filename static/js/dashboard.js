@@ -360,8 +360,31 @@
     }
   }
 
+  // One row per living worker, by host: its models (loaded ones in bold), how many answers it
+  // writes of how many slots, and its recent median output speed.
+  function renderWorkers(list) {
+    const rows = (list || []).map((w) => {
+      const who = el("td", null, w.gpu ? `${w.host} · GPU` : w.host);
+      who.title = w.worker;
+      const models = el("td");
+      w.models.forEach((m, i) => {
+        if (i) models.append(", ");
+        const name = el(m.loaded ? "strong" : "span", null, m.name);
+        name.title = m.file;
+        models.append(name);
+      });
+      const row = el("tr");
+      row.append(who, models, el("td", null, `${fmtInt(w.running)} / ${fmtInt(w.slots || 0)}`),
+        el("td", null, isNum(w.output_tps) ? fmtNum(w.output_tps) : "–"));
+      return row;
+    });
+    $("workers-rows").replaceChildren(...rows);
+    setText("workers-summary", say(ngettext("%(n)s worker", "%(n)s workers", rows.length), { n: rows.length }));
+  }
+
   function renderSystem(s) {
     if (!s) return;
+    renderWorkers(s.worker_list);
     setText("steps-sizing", s.sizing_text || "");  // text.sizing_text: how a long prompt is scheduled now
     renderPolicy(s.policy);
     setText("sys-running", fmtInt(s.running));

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from django.conf import settings
+from django.core.management import CommandError, call_command
 
 from bench import serving
 from inference.api.keys import api_key_create
@@ -62,3 +64,67 @@ def test_benchmark_statistics_follow_vllms_definitions():
         serving.parse_goodput("latency=5")
     assert serving.parse_target("raw").is_raw
     assert serving.parse_target("peer=http://127.0.0.1:8001/v1/").url == "http://127.0.0.1:8001/v1"
+
+
+def _streamed(ttft_s: float, chunks: int, timings: dict) -> serving.RequestResult:
+    """A request that streamed `chunks` chunks of text, of which its server counted 4 tokens."""
+    return serving.RequestResult(
+        target="t",
+        ok=True,
+        output_tokens=4,
+        ttft_s=ttft_s,
+        e2e_s=0.2,
+        text_chunks=chunks,
+        counted_tokens=4,
+        server_timings=timings,
+    )
+
+
+def test_server_side_figures_sit_beside_the_clients():
+    homeai = _streamed(0.110, 4, {"ttft_ms": 104.0, "prompt_ms": 60.0})
+    peer = _streamed(0.090, 3, {"prompt_ms": 70.0})
+    assert homeai.server_ttft_ms == 104.0 and peer.server_ttft_ms == 70.0  # llama-server has no ttft_ms
+    summary = serving.summarize([homeai, peer], duration_s=1.0, limits={})
+    assert summary["ttft_client_minus_server_ms"]["p50"] == pytest.approx((6 + 20) / 2)
+    assert (summary["tokens_match"], summary["tokens_counted"]) == (1, 2)
+    run = serving.Collected()
+    run.add(1.0, [homeai], {"daphne 10": 0.05, "celery 11": 0.15})
+    run.add(1.0, [homeai], {"daphne 10": 0.05, "celery 11": 0.15})
+    summary = run.summary({})
+    assert summary["cpu_ms_per_token"] == pytest.approx(400 / 8)
+    assert summary["cpu_ms_per_token_by_process"] == pytest.approx({"daphne 10": 100 / 8, "celery 11": 300 / 8})
+    assert serving.Collected(results=[homeai], seconds=1.0).summary({})["cpu_ms_per_token"] is None
+
+
+def test_cpu_counts_name_a_target_and_its_processes():
+    assert serving.parse_pids("homeai=12, 13,14", ["homeai"]) == ("homeai", (12, 13, 14))
+    for bad in ("homeai", "homeai=", "homeai=x", "homeai=0"):
+        with pytest.raises(ValueError, match="NAME=PID"):
+            serving.parse_pids(bad, ["homeai"])
+    with pytest.raises(ValueError, match="no target named 'peer'"):
+        serving.parse_pids("peer=12", ["homeai"])
+    assert serving.cpu_seconds((os.getpid(),)) > 0
+    [(name, used)] = serving.cpu_by_process((os.getpid(),)).items()
+    assert name.endswith(f" {os.getpid()}") and used > 0  # "python 1234": the process's name and id
+
+
+def test_llama_server_is_set_up_as_homeais_worker_sets_up_llama_cpp(tmp_path):
+    argv = serving.llama_server_argv(
+        tmp_path / "llama-server", tmp_path / "m.gguf", threads=2, n_ctx_seq=4096, slots=4, n_batch=512, port=8123
+    )
+    flags = dict(zip(argv[1::2], argv[2::2], strict=False))
+    assert argv[0] == str(tmp_path / "llama-server") and "--kv-unified" in argv and "--swa-full" in argv
+    assert flags["--ctx-size"] == "16384" and flags["--parallel"] == "4"  # 4 slots of 4,096 tokens
+    assert flags["--threads"] == flags["--threads-batch"] == "2"
+    assert flags["--batch-size"] == flags["--ubatch-size"] == "512" and argv[-2:] == ["--port", "8123"]
+
+
+def test_the_command_says_what_is_missing(tmp_path):
+    with pytest.raises(CommandError, match="make llama-server"):
+        call_command("bench_serving", "--llama-server", str(tmp_path / "llama-server"), "--out", str(tmp_path))
+    with pytest.raises(CommandError, match="no target named 'peer'"):
+        call_command("bench_serving", "--target", "homeai=http://127.0.0.1:9/v1", "--cpu", "peer=1")
+    with pytest.raises(CommandError, match="no process has the id"):
+        call_command("bench_serving", "--target", "homeai=http://127.0.0.1:9/v1", "--cpu", "homeai=999999999")
+    with pytest.raises(CommandError, match="cotenant-doc-tokens"):
+        call_command("bench_serving", "--raw", "--cotenant-doc-tokens", "-5")

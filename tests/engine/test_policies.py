@@ -118,19 +118,24 @@ def test_random_workloads_keep_every_policy_invariant(policy):
     """Seeded random arrivals, prompt lengths and budgets: what must hold in every step, and
     that every request ends (no starvation, also with shortest-prompt-first)."""
     rng = random.Random(f"homeai-{policy}")
+    total_drafted = 0
     for _ in range(150):
         n_slots, n_batch = rng.randint(1, 4), rng.choice([16, 64, 256])
         budget = rng.choice([4, 8, 24, 64, 300])
         s = Scheduler(policy=policy, n_slots=n_slots, n_batch=n_batch, token_budget=budget)
         arrivals = sorted(
             (
-                (rng.randint(0, 40), make_seq(i, rng.choice([1, 5, 40, 300, 900]), rng.randint(1, 12)))
+                (
+                    rng.randint(0, 40),
+                    make_seq(i, rng.choice([1, 5, 40, 300, 900]), rng.randint(1, 12), speculative=rng.random() < 0.5),
+                )
                 for i in range(rng.randint(1, 9))
             ),
             key=lambda arrival: (arrival[0], arrival[1].seq_id),
         )
         seqs = [seq for _, seq in arrivals]
         work = sum(seq.prompt_len + seq.params.max_tokens for seq in seqs)
+        drafted = 0
         t = 0
         while (arrivals or s.has_work()) and t < 40 + 2 * work:
             while arrivals and arrivals[0][0] <= t:
@@ -144,6 +149,11 @@ def test_random_workloads_keep_every_policy_invariant(policy):
             assert len(ids) == len(set(ids)), "a sequence twice in one step"
             assert len(s.running) <= n_slots and step.num_tokens <= n_batch
             assert all(c.n_tokens <= c.seq.remaining_prompt for c in step.chunks if c.prefill)
+            assert all(c.n_tokens == 1 + len(c.draft) for c in step.chunks if not c.prefill)
+            drafted += step.draft_tokens
+            if step.draft_tokens:  # drafts only fill room the step has: they never push it past its size
+                size = min(budget, n_batch) if policy == "chunked" else n_batch
+                assert step.decode_tokens <= size
             if policy == "serial":
                 assert len(step.chunks) == 1
             else:
@@ -154,3 +164,5 @@ def test_random_workloads_keep_every_policy_invariant(policy):
                 assert step.num_tokens <= min(budget, n_batch) or step.prefill_tokens <= MIN_PREFILL_CHUNK
             apply(s, step)
         assert all(seq.status.value == "finished" for seq in seqs), "a request never ended"
+        total_drafted += drafted
+    assert total_drafted > 0, "no workload speculated"

@@ -182,7 +182,7 @@ def test_a_conversations_settings_reach_its_answers(alice):
     values = {"system_prompt": "  You are a pirate.  ", "temperature": 0.3, "top_p": 0.8, "max_tokens": 12}
     generation = generation_create(user=alice, conversation_id=None, text="Hi", settings=values)
     conversation = generation.conversation
-    assert conversation.settings() == {**values, "system_prompt": "You are a pirate."}
+    assert conversation.settings() == {**values, "model": "", "system_prompt": "You are a pirate."}
     assert generation.sampling == {"temperature": 0.3, "top_p": 0.8}
     assert generation.max_tokens == 12 and generation.system_prompt == "You are a pirate."
     assert selectors.prompt_messages(generation=generation) == [
@@ -204,6 +204,7 @@ def test_a_conversations_settings_reach_its_answers(alice):
     )
     conversation.refresh_from_db()
     assert conversation.settings() == {
+        "model": "",
         "system_prompt": "You are a pirate.",
         "temperature": 1.0,
         "top_p": 0.98,
@@ -246,7 +247,13 @@ def test_presets_built_in_and_a_persons_own(alice, bob):
         "builtin": True,
         "settings": {"temperature": 0.2, "top_p": 0.9},
     }
-    assert listed[3]["settings"] == {"system_prompt": "Be brief.", "temperature": None, "top_p": None, "max_tokens": 64}
+    assert listed[3]["settings"] == {
+        "model": "",
+        "system_prompt": "Be brief.",
+        "temperature": None,
+        "top_p": None,
+        "max_tokens": 64,
+    }
     assert len(selectors.preset_list(user=bob)) == 3
 
     generation = generation_create(user=alice, conversation_id=None, text="Hi", preset=mine.id)
@@ -334,3 +341,30 @@ def test_the_migration_links_old_messages_into_one_branch(alice, chat):
     assert texts(shown(first.conversation_id)) == ["u1", "a1", "u2", "a2"]
     assert Conversation.objects.get(id=lone.conversation_id).current_leaf_id == lone.message_id
     assert Message.objects.get(id=lone.message.parent_id).parent_id is None
+
+
+def test_a_chat_picks_its_model_by_any_of_its_names_and_an_unknown_one_is_refused_by_name(alice):
+    chat_model = settings.BUNDLED_CHAT_MODEL_PATH.name
+    base_model = settings.BUNDLED_BASE_MODEL_PATH.name
+    generation = generation_create(user=alice, conversation_id=None, text="Hi", settings={"model": "gemma3:270m"})
+    assert generation.conversation.model == base_model and generation.model_name == base_model
+    factories.finish(generation)
+    conversations.conversation_settings_update(
+        user=alice, conversation_id=generation.conversation_id, settings={"model": "smollm2"}
+    )
+    again = generation_create(user=alice, conversation_id=generation.conversation_id, text="And?")
+    assert again.model_name == chat_model  # Ollama's family name alone: its ":latest"
+    factories.finish(again)
+    with pytest.raises(ClientError) as refused:
+        conversations.conversation_settings_update(
+            user=alice, conversation_id=generation.conversation_id, settings={"model": "llama9:70b"}
+        )
+    assert refused.value.code == "model_not_found" and refused.value.field == "model"
+    assert "llama9:70b" in refused.value.message and "smollm2:135m" in refused.value.message
+    # Empty is the server's default again.
+    conversations.conversation_settings_update(
+        user=alice, conversation_id=generation.conversation_id, settings={"model": None}
+    )
+    default = generation_create(user=alice, conversation_id=generation.conversation_id, text="Hm")
+    assert default.model_name == settings.HOMEAI_MODEL_PATH.name
+    factories.finish(default)

@@ -75,7 +75,18 @@ def test_each_value_goes_to_the_first_bucket_at_or_above_it():
 
 def test_recorded_answers_come_back_as_cumulative_histograms_and_counters(clean_metrics):
     metrics.record_generation(_generation(1))
-    metrics.record_generation(_generation(2, ttft_ms=2500.0, itl_ms=[45.0], output_tokens=2, prompt_tokens=30))
+    metrics.record_generation(
+        _generation(
+            2,
+            ttft_ms=2500.0,
+            itl_ms=[45.0],
+            output_tokens=2,
+            prompt_tokens=30,
+            spec_drafted=8,
+            spec_accepted=5,
+            decode_steps=1,
+        )
+    )
     scraped = _scrape()
 
     ttft = scraped["homeai_time_to_first_token_seconds_bucket"]
@@ -100,6 +111,9 @@ def test_recorded_answers_come_back_as_cumulative_histograms_and_counters(clean_
 
     assert scraped["homeai_prompt_tokens_total"][()] == 42
     assert scraped["homeai_generation_tokens_total"][()] == 6
+    assert scraped["homeai_speculative_drafted_tokens_total"][()] == 8
+    assert scraped["homeai_speculative_accepted_tokens_total"][()] == 5
+    assert scraped["homeai_decode_steps_total"][()] == 1
     assert scraped["homeai_requests_total"][(("outcome", "done"),)] == 2
 
 

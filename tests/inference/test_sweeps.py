@@ -6,6 +6,7 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from inference import redis_client
@@ -16,6 +17,7 @@ from inference.worker import registry
 from tests import factories
 
 WORKER = "box:1"
+HELD = [{"name": settings.HOMEAI_MODEL_PATH.name}]  # what WORKER's heartbeat says it holds
 
 
 @pytest.fixture
@@ -98,7 +100,7 @@ def test_a_worker_missing_for_a_whole_ttl_is_gone_and_its_answer_interrupted_wit
 
 def test_an_answer_whose_worker_died_before_its_first_word_starts_again_once(running, settings, monkeypatch):
     sent: list[int] = []
-    monkeypatch.setattr(registry, "send_generation", sent.append)
+    monkeypatch.setattr(registry, "send_generation", lambda gid, model: sent.append(gid))
     Generation.objects.filter(id=running.id).update(attempts=1)
     assert _orphan_after_a_ttl(settings, monkeypatch) == []
     generation = Generation.objects.get(id=running.id)
@@ -114,8 +116,8 @@ def test_after_redis_failed_every_waiting_answer_is_sent_again_at_once(db, monke
     worker alive sends every queued answer's task again, however recent."""
     queued = generation_create(user=factories.user(), conversation_id=None, text="Hi", max_tokens=4)
     sent: list[int] = []
-    monkeypatch.setattr(registry, "send_generation", sent.append)
-    readings = iter([RuntimeError("Redis down"), {WORKER: {"time": 1.0, "answers": []}}])
+    monkeypatch.setattr(registry, "send_generation", lambda gid, model: sent.append(gid))
+    readings = iter([RuntimeError("Redis down"), {WORKER: {"time": 1.0, "answers": [], "models": HELD}}])
 
     def live_workers():
         reading = next(readings)
@@ -136,14 +138,40 @@ def test_a_long_wait_sends_the_task_again_every_resend_period(db, settings, monk
     queued = generation_create(user=factories.user(), conversation_id=None, text="Hi", max_tokens=4)
     Generation.objects.filter(id=queued.id).update(created_at=timezone.now() - timedelta(hours=1))
     sent: list[int] = []
-    monkeypatch.setattr(registry, "send_generation", sent.append)
+    monkeypatch.setattr(registry, "send_generation", lambda gid, model: sent.append(gid))
     clock = [1000.0]
     monkeypatch.setattr(sweeps.time, "monotonic", lambda: clock[0])
     resent: dict[int, float] = {}
-    workers = {WORKER: {"time": 1.0}}
+    workers = {WORKER: {"time": 1.0, "models": HELD}}
     sweeps.generations_resend_stale(workers=workers, resent=resent)
     sweeps.generations_resend_stale(workers=workers, resent=resent)
     assert sent == [queued.id]  # once per period
     clock[0] += settings.HOMEAI_RESEND_AFTER_S
     sweeps.generations_resend_stale(workers=workers, resent=resent)
     assert sent == [queued.id, queued.id]
+
+
+def test_an_answer_for_a_model_no_living_worker_holds_waits_and_its_person_is_told_once(db, monkeypatch):
+    """Workers are alive, but none holds the answer's model (its machine is off): its task is
+    not sent again (it waits in the model's queue), and the person is told which model waits."""
+    queued = generation_create(user=factories.user(), conversation_id=None, text="Hi", max_tokens=4)
+    Generation.objects.filter(id=queued.id).update(
+        created_at=timezone.now() - timedelta(hours=1), model_name="elsewhere.gguf"
+    )
+    sent: list[int] = []
+    told: list[dict] = []
+    monkeypatch.setattr(registry, "send_generation", lambda gid, model: sent.append(gid))
+    monkeypatch.setattr(sweeps.broadcast, "publish_for", lambda generation, batch: told.extend(batch))
+    workers = {WORKER: {"time": 1.0, "models": HELD}}
+    notified: set[int] = set()
+    for _ in range(2):
+        sweeps.generations_resend_stale(workers=workers, resent={})
+        sweeps.generations_notify_no_worker(workers=workers, notified=notified)
+    assert sent == []
+    [notice] = told
+    assert "elsewhere.gguf" in notice["message"] and notice["generation"] == queued.id
+    # A worker holding it starts: now its task is sent again.
+    workers[WORKER]["models"] = HELD + [{"name": "elsewhere.gguf"}]
+    sweeps.generations_resend_stale(workers=workers, resent={})
+    sweeps.generations_notify_no_worker(workers=workers, notified=notified)
+    assert sent == [queued.id] and notified == set()

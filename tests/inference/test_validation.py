@@ -41,8 +41,10 @@ def test_max_tokens_defaults_and_is_bounded():
 
 
 def test_sampling_keeps_known_numbers_in_range_and_names_the_bad_field():
-    clean = validate_sampling({"temperature": 1, "top_k": 40.0, "stop": "END", "ignore_eos": True})
-    assert clean == {"temperature": 1.0, "top_k": 40, "stop": ["END"], "ignore_eos": True}
+    clean = validate_sampling(
+        {"temperature": 1, "top_k": 40.0, "stop": "END", "ignore_eos": True, "speculative": False}
+    )
+    assert clean == {"temperature": 1.0, "top_k": 40, "stop": ["END"], "ignore_eos": True, "speculative": False}
     assert isinstance(clean["temperature"], float) and isinstance(clean["top_k"], int)
     assert validate_sampling(None) == {}
     cases = {
@@ -52,6 +54,7 @@ def test_sampling_keeps_known_numbers_in_range_and_names_the_bad_field():
         "seed": {"seed": math.inf},
         "stop": {"stop": ["a", "b", "c", "d", "e"]},
         "ignore_eos": {"ignore_eos": 1},
+        "speculative": {"speculative": "no"},
         "mirostat": {"mirostat": 2},
         "options": ["temperature"],
     }

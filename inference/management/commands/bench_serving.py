@@ -50,6 +50,31 @@ class Command(BaseCommand):
         )
         parser.add_argument("--llama-cpp-port", type=int, default=None)
         parser.add_argument(
+            "--llama-server",
+            nargs="?",
+            const=str(serving.LLAMA_SERVER_BIN),
+            default=None,
+            metavar="PATH",
+            help="start llama.cpp's llama-server (make llama-server builds it; or its PATH) on the same model, "
+            "threads, slots, context per slot and batch as HomeAI's worker, for the run",
+        )
+        parser.add_argument("--llama-server-port", type=int, default=None)
+        parser.add_argument(
+            "--cpu",
+            action="append",
+            default=[],
+            metavar="NAME=PID[,PID...]",
+            help="the processes serving a target (e.g. homeai=<daphne>,<worker>,<redis>): CPU ms per streamed "
+            "token from /proc; a started llama-server is counted by itself",
+        )
+        parser.add_argument(
+            "--cotenant-doc-tokens",
+            type=int,
+            default=0,
+            metavar="N",
+            help="also a scenario of three chats beside one N-token document, sent at once every round",
+        )
+        parser.add_argument(
             "--api-key", action="append", default=[], metavar="NAME=KEY", help="a target's key (or KEY for all)"
         )
         parser.add_argument(
@@ -58,7 +83,9 @@ class Command(BaseCommand):
             help="create a HomeAI key for this user for URL targets without one (revoked afterwards)",
         )
         parser.add_argument("--threads", type=int, default=settings.HOMEAI_THREADS or os.cpu_count() or 1)
-        parser.add_argument("--context", type=int, default=settings.HOMEAI_CONTEXT)
+        parser.add_argument("--context", type=int, default=settings.HOMEAI_CONTEXT, help="tokens per slot")
+        parser.add_argument("--slots", type=int, default=settings.HOMEAI_SLOTS, help="llama-server's parallel slots")
+        parser.add_argument("--batch", type=int, default=settings.HOMEAI_BATCH, help="llama-server's batch")
         parser.add_argument("--model-path", default=str(settings.HOMEAI_MODEL_PATH))
         parser.add_argument("--model-id", default=None, help="the model field to send (default: none)")
         parser.add_argument("--endpoint", choices=("completions", "chat"), default="completions")
@@ -87,11 +114,13 @@ class Command(BaseCommand):
         if not model_path.is_file():
             raise CommandError(f"The model file {model_path} does not exist (python manage.py prepare_model).")
 
-        server = created = None
+        if opts["cotenant_doc_tokens"] < 0:
+            raise CommandError("--cotenant-doc-tokens must be 0 (none) or a number of tokens.")
+        servers = []
+        created = None
         try:
             if opts["llama_cpp_server"]:
-                log_path = Path(settings.DATA_DIR) / "logs" / "llama-cpp-server.log"
-                log_path.parent.mkdir(parents=True, exist_ok=True)
+                log_path = self._log_path("llama-cpp-server.log")
                 self.stderr.write(f"starting llama-cpp-python's server ({opts['threads']} threads), log: {log_path}")
                 server, url = serving.start_llama_cpp_server(
                     model_path,
@@ -100,9 +129,33 @@ class Command(BaseCommand):
                     port=opts["llama_cpp_port"],
                     log_path=log_path,
                 )
+                servers.append(server)
                 targets.append(serving.Target(name="llama-cpp-python", url=url))
+            if opts["llama_server"]:
+                log_path = self._log_path("llama-server.log")
+                self.stderr.write(
+                    f"starting llama-server ({opts['threads']} threads, {opts['slots']} slots), log: {log_path}"
+                )
+                try:
+                    server, url = serving.start_llama_server(
+                        Path(opts["llama_server"]),
+                        model_path,
+                        threads=opts["threads"],
+                        n_ctx_seq=opts["context"],
+                        slots=opts["slots"],
+                        n_batch=opts["batch"],
+                        port=opts["llama_server_port"],
+                        log_path=log_path,
+                    )
+                except RuntimeError as exc:
+                    raise CommandError(str(exc)) from None
+                servers.append(server)
+                targets.append(serving.Target(name=serving.LLAMA_SERVER, url=url, pids=(server.pid,)))
             if not targets:
-                raise CommandError("Nothing to measure: give --target NAME=URL, --raw and/or --llama-cpp-server.")
+                raise CommandError(
+                    "Nothing to measure: give --target NAME=URL, --raw, --llama-cpp-server and/or --llama-server."
+                )
+            self._apply_cpu(targets, opts["cpu"])
             self._apply_keys(targets, opts["api_key"])
             if opts["create_key"]:
                 created = self._create_key(opts["create_key"], targets)
@@ -123,19 +176,39 @@ class Command(BaseCommand):
                 tokenizer=opts["tokenizer"],
                 model_id=opts["model_id"],
                 warmup=not opts["no_warmup"],
+                cotenant_doc_tokens=opts["cotenant_doc_tokens"],
             )
             try:
                 result = serving.run(cfg, log=lambda msg: self.stderr.write(msg))
             except RuntimeError as exc:
                 raise CommandError(str(exc)) from None
         finally:
-            if server is not None:
+            for server in servers:
                 serving.stop_process(server)
             if created is not None:
                 api_key_revoke(user=created.user, key_id=created.id)
         json_path, html_path = serving.write_outputs(result, Path(opts["out"]))
         self.stdout.write(serving.markdown(result))
         self.stdout.write(f"\nWrote {json_path} and {html_path} in {result['seconds']:.0f} s.")
+
+    @staticmethod
+    def _log_path(name: str) -> Path:
+        path = Path(settings.DATA_DIR) / "logs" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @staticmethod
+    def _apply_cpu(targets: list[serving.Target], specs: list[str]) -> None:
+        by_name = {t.name: t for t in targets}
+        for spec in specs:
+            try:
+                name, pids = serving.parse_pids(spec, list(by_name))
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+            missing = [pid for pid in pids if not Path(f"/proc/{pid}/stat").exists()]
+            if missing:
+                raise CommandError(f"--cpu {spec}: no process has the id {', '.join(map(str, missing))}.")
+            by_name[name].pids = pids
 
     @staticmethod
     def _apply_keys(targets: list[serving.Target], specs: list[str]) -> None:

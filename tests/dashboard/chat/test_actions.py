@@ -128,7 +128,13 @@ def test_a_system_prompt_and_the_sampling_settings_reach_the_model(worker, make_
     events = sock.chat("Hello there.", preset="precise", settings={"system_prompt": pirate}, **GREEDY)
     assert done(events)["status"] == "done"
     [settings] = of_type(events, "conversation.settings")
-    assert settings["settings"] == {"system_prompt": pirate, "temperature": 0.2, "top_p": 0.9, "max_tokens": None}
+    assert settings["settings"] == {
+        "model": "",
+        "system_prompt": pirate,
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "max_tokens": None,
+    }
     generation = Generation.objects.get(id=events[0]["generation"])
     assert generation.system_prompt == pirate
     assert generation.sampling == {"temperature": 0.0, "top_p": 0.9, "ignore_eos": True}  # the message's own win
@@ -141,7 +147,7 @@ def test_a_system_prompt_and_the_sampling_settings_reach_the_model(worker, make_
     assert changed == {
         "type": "conversation.settings",
         "conversation": conversation,
-        "settings": {"system_prompt": pirate, "temperature": 0.5, "top_p": 0.9, "max_tokens": None},
+        "settings": {"model": "", "system_prompt": pirate, "temperature": 0.5, "top_p": 0.9, "max_tokens": None},
     }
     refused = reply(sock, {"type": "chat.settings", "conversation": conversation, "settings": {"top_p": 3}})
     assert refused["code"] == "bad_request" and "top_p must be a number from 0.0 to 1.0" in refused["message"]

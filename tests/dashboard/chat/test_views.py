@@ -85,7 +85,7 @@ def test_presets_are_listed_saved_and_deleted_as_json(as_alice, as_bob):
         "id": saved["preset"]["id"],
         "name": "Terse",
         "builtin": False,
-        "settings": {"system_prompt": "", "temperature": 0.1, "top_p": None, "max_tokens": 32},
+        "settings": {"model": "", "system_prompt": "", "temperature": 0.1, "top_p": None, "max_tokens": 32},
     }
     refused = post_json(as_alice, "/chat/presets/", {"name": "Terse", "settings": {}})
     assert refused["status"] == 400 and refused["code"] == "exists" and refused["field"] == "name"
@@ -102,8 +102,14 @@ def test_the_page_gives_its_script_the_settings_defaults_and_presets(as_alice, l
     lemons.save()
     page = as_alice.get(f"/chat/{lemons.id}/")
     config = page.context["chat_config"]
-    assert config["settings"] == {"system_prompt": "", "temperature": 0.3, "top_p": None, "max_tokens": None}
-    assert set(config["defaults"]) == {"system_prompt", "temperature", "top_p", "max_tokens"}
+    assert config["settings"] == {
+        "model": "",
+        "system_prompt": "",
+        "temperature": 0.3,
+        "top_p": None,
+        "max_tokens": None,
+    }
+    assert set(config["defaults"]) == {"model", "system_prompt", "temperature", "top_p", "max_tokens"}
     assert config["system_prompt_chars"] == 4000 and config["presets"][0]["id"] == "precise"
     [question, answer] = page.context["history"]
     assert question["siblings"]["count"] == 1 and answer["generation"]["status"] == "done"

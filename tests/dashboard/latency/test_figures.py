@@ -55,6 +55,18 @@ def test_the_throughput_chart_has_both_rates_and_their_ratio_per_request():
     assert list(traces["ratio"].y) == pytest.approx([6.0, 6.02, 6.04])
 
 
+def test_the_speculation_chart_shows_acceptance_and_tokens_per_step_of_answers_that_drafted():
+    rows = [
+        done_row(1, prompt=50, ttft=100.0, spec_drafted=40, spec_accepted=30, output_tokens=60, decode_steps=30),
+        done_row(2, prompt=50, ttft=100.0, spec_drafted=0, spec_accepted=0, output_tokens=60, decode_steps=60),
+        done_row(3, prompt=50, ttft=100.0, spec_drafted=10, spec_accepted=0, output_tokens=20, decode_steps=20),
+    ]
+    traces = {t.meta: t for t in figures.speculation_figure(rows).data}
+    assert list(traces["acceptance"].customdata) == [1, 3]  # request 2 drafted nothing
+    assert list(traces["acceptance"].y) == [75.0, 0.0]
+    assert list(traces["tokens_per_step"].y) == [2.0, 1.0]
+
+
 def test_the_ttft_chart_splits_warm_and_cold_and_draws_the_fit():
     rows = [done_row(i, prompt=100 * i, ttft=50 + 2.0 * 100 * i) for i in range(1, 6)]
     rows.append(done_row(9, prompt=300, ttft=1500.0, cold=True))
@@ -142,7 +154,7 @@ def test_every_registered_figure_builds_from_the_dashboards_inputs():
     rows = [done_row(i, prompt=50 * i, ttft=40.0 + 2 * 50 * i) for i in range(1, 6)]
     built = figures.build({**_inputs(rows), "tz": UTC})
     assert list(built) == list(figures.FIGURES)
-    assert {"timeline", "throughput", "ttft", "itl", "tokens", "steps", "why"} <= set(built)
+    assert {"timeline", "throughput", "speculation", "ttft", "itl", "tokens", "steps", "why"} <= set(built)
     assert all(isinstance(fig["data"], list) and "layout" in fig for fig in built.values())
     assert built["tokens"] == figures.token_timeline_figure(rows[-1], []).to_plotly_json()
 

@@ -1,20 +1,9 @@
-"""Fixtures of the API tests: a user's real key, and the official OpenAI client with it."""
+"""Fixtures of the API tests: the official OpenAI client with a real key (api_key: tests/conftest.py)."""
 
 from __future__ import annotations
 
-import io
-
 import openai
 import pytest
-from django.core.management import call_command
-
-
-@pytest.fixture
-def api_key(make_user) -> str:
-    make_user("ada")
-    out = io.StringIO()
-    call_command("create_api_key", "ada", "--name", "tests", stdout=out)
-    return out.getvalue().strip()
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from inference.api import ollama
 from inference.api.ollama import OllamaWire, parse_chat, parse_generate
 from inference.api.protocol import ApiError, VisibleText, finish_reason, status_fields
 
-MODELS = ["model.gguf"]
+MODELS = {"model.gguf": "model.gguf"}
 METRICS = {
     "prompt_tokens": 30,
     "cached_tokens": 10,
@@ -28,14 +28,21 @@ def test_a_chat_body_maps_options_format_and_tools():
             "model": "model.gguf:latest",
             "messages": [{"role": "user", "content": "Hi"}],
             "format": "json",
-            "options": {"temperature": 0.1, "num_predict": 10**6, "num_ctx": 8192, "top_k": 5, "seed": None},
+            "options": {
+                "temperature": 0.1,
+                "num_predict": 10**6,
+                "num_ctx": 8192,
+                "top_k": 5,
+                "seed": None,
+                "speculative": False,
+            },
             "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
             "keep_alive": "5m",
         },
         models=MODELS,
     )
     assert req.model == "model.gguf" and req.stream  # Ollama streams unless told not to
-    assert req.options == {"temperature": 0.1, "top_k": 5}
+    assert req.options == {"temperature": 0.1, "top_k": 5, "speculative": False}
     assert req.max_tokens == 2048  # the server's limit: a client's default may be larger
     assert req.output.schema == {"type": "object"} and req.output.tools[0]["name"] == "f"
     assert req.output.tool_choice == "auto"

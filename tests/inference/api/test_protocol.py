@@ -8,7 +8,7 @@ from inference.api import protocol
 from inference.api.protocol import ApiError, from_client_error, parse_request
 from inference.errors import ClientError
 
-MODELS = ["model.gguf"]
+MODELS = {"model.gguf": "model.gguf"}
 
 
 def test_a_chat_body_becomes_a_request_with_its_sampling_options():
@@ -17,6 +17,7 @@ def test_a_chat_body_becomes_a_request_with_its_sampling_options():
             "messages": [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
             "temperature": 0.2,
             "top_k": 5,
+            "speculative": False,
             "stream": True,
             "stream_options": {"include_usage": True},
         },
@@ -24,7 +25,7 @@ def test_a_chat_body_becomes_a_request_with_its_sampling_options():
         models=MODELS,
     )
     assert req.messages == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
-    assert req.options == {"temperature": 0.2, "top_k": 5}
+    assert req.options == {"temperature": 0.2, "top_k": 5, "speculative": False}
     assert req.stream and req.include_usage
 
 

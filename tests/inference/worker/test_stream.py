@@ -57,7 +57,9 @@ def answer(db):
 
 def run_with(monkeypatch, *engines):
     queue = list(engines)
-    monkeypatch.setattr(stream.runtime, "get_engine", lambda: queue.pop(0) if len(queue) > 1 else queue[0])
+    monkeypatch.setattr(
+        stream.runtime, "get_engine", lambda model_name=None: queue.pop(0) if len(queue) > 1 else queue[0]
+    )
 
 
 def test_a_finished_answer_stores_its_text_and_metrics(answer, monkeypatch):
@@ -142,3 +144,14 @@ def test_a_duplicate_task_of_an_answer_being_written_leaves_it_listed_in_the_hea
     stream.generation_run(generation_id=answer.id)
     assert Generation.objects.get(id=answer.id).status == "done"
     assert stream.in_flight() == []
+
+
+@pytest.mark.parametrize(
+    ("policy", "options", "speculative"),
+    [("ngram", {}, True), ("ngram", {"speculative": False}, False), ("off", {"speculative": True}, False)],
+)
+def test_speculation_is_on_by_the_servers_policy_and_off_per_request(answer, settings, policy, options, speculative):
+    settings.HOMEAI_SPECULATION = policy
+    answer.sampling = {**answer.sampling, **options}
+    params = stream.sampling_params(answer)
+    assert params.speculative is speculative

@@ -1,0 +1,139 @@
+"""Speculative decoding against plain decoding on one model, greedy, in interleaved rounds.
+
+Three tasks: summarise-and-quote (the answer quotes its passage), code-edit (the answer returns
+a 40-line function with one name changed), free writing (nothing to copy). Each round runs
+every task without and then with prompt-lookup drafts on one engine, so a busy box slows both
+alike; the ratio of decode tok/s per round is what counts. Each pair's texts must be identical.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.report import write_json
+from inference.engine.engine import Engine
+from inference.engine.events import DoneEvent, FinalEvent
+from inference.engine.runner import Runner, RunnerConfig
+from inference.engine.scheduler import Scheduler
+from inference.engine.sequence import SamplingParams, Sequence
+from inference.engine.timing import PhaseClock, now_ns
+
+PASSAGE = (
+    "The old harbour town of Wrenmouth sits where the river meets a cold grey sea. "
+    "Fishing boats leave before dawn and return at noon with herring and cod. "
+    "In 1887 a storm destroyed the stone pier, and the townspeople rebuilt it in one summer. "
+    "The lighthouse on the northern cliff has guided ships since 1902 and is still lit every night. "
+    "Every August the town holds a festival where children race small wooden boats in the harbour. "
+    "Tourists come for the smoked fish, the steep cobbled lanes and the view from the cliff path."
+)
+FUNCTION = "\n".join(
+    [
+        "def summarise(x, limit):",
+        "    total = 0",
+        "    count = 0",
+        *(f"    part_{i} = x[{i}] * {i + 1} + limit  # weight {i}\n    total += part_{i}" for i in range(18)),
+        "    count = len(x)",
+        "    return total / max(count, 1)",
+    ]
+)
+TASKS = {
+    "summarise-and-quote": (
+        f"{PASSAGE}\n\nQuote the sentence about the lighthouse exactly, then summarise the passage in two sentences."
+    ),
+    "code-edit": f"Rename the variable x to values in this function and return the whole function.\n\n{FUNCTION}\n",
+    "free-writing": "Write a short story about a fox who learns to sail.",
+}
+
+
+@dataclass(frozen=True)
+class SpeculationConfig:
+    model_path: Path
+    rounds: int = 3
+    max_tokens: int = 256
+    threads: int = 0
+
+
+def _answer(engine: Engine, seq_id: int, text: str, params: SamplingParams) -> DoneEvent:
+    messages = [{"role": "user", "content": text}]
+    seq = Sequence(seq_id=seq_id, messages=messages, params=params, clock=PhaseClock(now_ns()))
+    engine.submit(seq)
+    while True:
+        event = seq.events.get(timeout=600)
+        if isinstance(event, FinalEvent):
+            if not isinstance(event, DoneEvent):
+                raise RuntimeError(f"{event.code}: {event.message}")
+            return event
+
+
+def run(cfg: SpeculationConfig, log=print) -> dict:
+    threads = cfg.threads or os.cpu_count() or 1
+    runner = Runner(RunnerConfig(model_path=cfg.model_path, n_ctx_seq=4096, n_slots=1, n_batch=512, n_threads=threads))
+    engine = Engine(runner=runner, scheduler=Scheduler(policy="chunked", n_slots=1, n_batch=512))
+    ids = itertools.count(1)
+    greedy = SamplingParams(max_tokens=cfg.max_tokens, temperature=0.0, repeat_penalty=1.0)
+    load_before = os.getloadavg()
+    results: dict[str, dict] = {name: {"ratios": [], "plain_tps": [], "spec_tps": []} for name in TASKS}
+    try:
+        _answer(engine, next(ids), "Hello", greedy)  # loads the model
+        for round_no in range(cfg.rounds):
+            for name, text in TASKS.items():
+                plain = _answer(engine, next(ids), text, greedy)
+                spec = _answer(engine, next(ids), text, dataclasses.replace(greedy, speculative=True))
+                row = results[name]
+                row["identical"] = row.get("identical", True) and plain.text == spec.text
+                row["plain_tps"].append(plain.metrics["output_tps"])
+                row["spec_tps"].append(spec.metrics["output_tps"])
+                row["ratios"].append(spec.metrics["output_tps"] / plain.metrics["output_tps"])
+                m = spec.metrics
+                row.update(
+                    output_tokens=m["output_tokens"],
+                    drafted=m["spec_drafted"],
+                    accepted=m["spec_accepted"],
+                    tokens_per_step=m["output_tokens"] / m["decode_steps"],
+                )
+                log(f"round {round_no + 1} {name}: {row['ratios'][-1]:.2f}x, identical={plain.text == spec.text}")
+    finally:
+        engine.stop()
+    for row in results.values():
+        row["median_ratio"] = statistics.median(row["ratios"])
+        row["acceptance"] = row["accepted"] / row["drafted"] if row["drafted"] else None
+    return {
+        "model": cfg.model_path.name,
+        "threads": threads,
+        "rounds": cfg.rounds,
+        "max_tokens": cfg.max_tokens,
+        "load_before": load_before,
+        "load_after": os.getloadavg(),
+        "tasks": results,
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+    }
+
+
+def markdown(result: dict) -> str:
+    lines = [
+        f"Model {result['model']}, {result['threads']} threads, greedy, {result['max_tokens']} tokens at most, "
+        f"{result['rounds']} interleaved rounds; load average {result['load_before'][0]:.1f} before, "
+        f"{result['load_after'][0]:.1f} after.",
+        "",
+        "| task | decode tok/s plain | with drafts | ratio (median of rounds) | identical text | drafted | accepted "
+        "| acceptance | tokens/step |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for name, row in result["tasks"].items():
+        acceptance = f"{100 * row['acceptance']:.0f}%" if row["acceptance"] is not None else "-"
+        lines.append(
+            f"| {name} | {statistics.median(row['plain_tps']):.1f} | {statistics.median(row['spec_tps']):.1f} "
+            f"| {row['median_ratio']:.2f}x | {'yes' if row['identical'] else 'NO'} | {row['drafted']} "
+            f"| {row['accepted']} | {acceptance} | {row['tokens_per_step']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def write(result: dict, folder: Path) -> Path:
+    return write_json(result, folder, "speculation")

@@ -1,0 +1,110 @@
+"""Conversations that resume hot (the chat model, in process): a conversation whose slot other
+people's answers took comes back from its saved KV state, and reads on as if its slot had never
+been lost; the store keeps RAM and disk within their budgets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.conf import settings
+
+from inference.engine.budget import StepCostModel
+from inference.engine.engine import Engine
+from inference.engine.events import DoneEvent
+from inference.engine.kvstore import KVStore
+from inference.engine.runner import Runner, RunnerConfig
+from inference.engine.scheduler import Scheduler
+from inference.engine.sequence import SamplingParams, Sequence
+from inference.engine.timing import PhaseClock, now_ns
+
+GREEDY = SamplingParams(max_tokens=8, temperature=0.0, repeat_penalty=1.0)
+HISTORY = " ".join(f"Note {i}: the garden needs water on day {i}." for i in range(60))
+
+
+def make_engine(tmp_path, n_slots: int = 2) -> Engine:
+    config = RunnerConfig(
+        model_path=settings.BUNDLED_CHAT_MODEL_PATH,
+        n_ctx_seq=2048,
+        n_slots=n_slots,
+        n_batch=512,
+        n_threads=2,
+        kv_ram_bytes=256 * 2**20,
+        kv_disk_bytes=256 * 2**20,
+        kv_dir=tmp_path / "kv",
+    )
+    scheduler = Scheduler(policy="chunked", n_slots=n_slots, n_batch=512, token_budget=512)
+    return Engine(runner=Runner(config), scheduler=scheduler, cost_model=StepCostModel(None), capture_first_logits=True)
+
+
+def ask(engine: Engine, seq_id: int, owner: int, messages: list[dict]) -> tuple[Sequence, DoneEvent]:
+    seq = Sequence(seq_id=seq_id, messages=messages, params=GREEDY, clock=PhaseClock(t_arrive=now_ns()), owner=owner)
+    assert engine.submit(seq)
+    while True:
+        event = seq.events.get(timeout=600)
+        if isinstance(event, DoneEvent):
+            return seq, event
+
+
+def conversation(engine: Engine, *, lose_the_slot: bool) -> tuple[Sequence, DoneEvent]:
+    """One person's two turns; between them, maybe, two other people's answers take both slots."""
+    first = [{"role": "user", "content": f"{HISTORY}\nWhich day is the last note about?"}]
+    _, answer = ask(engine, 1, owner=1, messages=first)
+    if lose_the_slot:
+        for seq_id, owner in ((2, 2), (3, 3)):
+            ask(
+                engine, seq_id, owner, [{"role": "user", "content": f"{HISTORY}\nPerson {owner} asks: how many notes?"}]
+            )
+    follow_up = [*first, {"role": "assistant", "content": answer.text}, {"role": "user", "content": "And the first?"}]
+    return ask(engine, 4, owner=1, messages=follow_up)
+
+
+@pytest.mark.integration
+def test_a_conversation_whose_slot_was_taken_resumes_from_its_saved_state_and_answers_the_same(tmp_path):
+    kept_engine = make_engine(tmp_path / "a")
+    try:
+        kept, kept_done = conversation(kept_engine, lose_the_slot=False)
+    finally:
+        kept_engine.stop()
+    engine = make_engine(tmp_path / "b")
+    try:
+        resumed, resumed_done = conversation(engine, lose_the_slot=True)
+        stats = engine.runner.kv.stats()
+    finally:
+        engine.stop()
+    assert kept.num_restored == 0 and kept.num_cached > 500  # the slot was never lost: plain reuse
+    assert resumed.num_restored == kept.num_cached == resumed.num_cached  # the same prefix, restored
+    assert resumed_done.metrics["restored_tokens"] == resumed.num_restored
+    # The restored cells are the kept ones, byte for byte; other people's cells elsewhere in the
+    # shared cache change only the order of the attention's sums (the same bound as batching).
+    assert int(resumed.first_logits.argmax()) == int(kept.first_logits.argmax())
+    assert np.abs(resumed.first_logits - kept.first_logits).max() < 3.0
+    assert resumed_done.text and kept_done.text
+    assert stats["states"] >= 1  # the others' conversations were kept in turn
+
+
+def buffer(n: int) -> np.ndarray:
+    data = np.zeros(n, dtype=np.uint8)
+    data[0] = n % 251
+    return data
+
+
+def test_the_store_spills_past_its_ram_budget_and_drops_past_its_disk_budget(tmp_path):
+    store = KVStore(ram_bytes=2000, disk_bytes=2000, folder=tmp_path, min_tokens=1)
+    for owner in range(4):
+        store.put(owner, [owner, 1, 2], buffer(1000))
+    stats = store.stats()
+    assert stats == {"states": 4, "ram_bytes": 2000, "disk_bytes": 2000}
+    store.put(9, [9], buffer(1000))  # the oldest on disk goes
+    assert store.best(0, [0, 1, 2]) == (None, 0) and len(list(tmp_path.iterdir())) == 2
+    state, n = store.best(1, [1, 1, 2, 3])
+    assert n == 3 and state.path is not None  # spilled, still found
+    data = store.take(state)
+    assert data[0] == 1000 % 251 and len(list(tmp_path.iterdir())) == 1
+
+
+def test_a_saved_state_serves_only_its_owner_and_a_longer_turn_replaces_the_shorter(tmp_path):
+    store = KVStore(ram_bytes=10_000, min_tokens=1)
+    store.put("ann", [1, 2, 3], buffer(10))
+    assert store.best("bob", [1, 2, 3, 4]) == (None, 0)
+    store.put("ann", [1, 2, 3, 4, 5], buffer(10))  # the same conversation, one turn on
+    assert store.stats()["states"] == 1 and store.best("ann", [1, 2, 3, 4, 9])[1] == 4
