@@ -1,4 +1,5 @@
-# HomeAI: `make run` installs everything and starts the app; `make test` runs the test suite;
+# HomeAI: `make run` installs everything and starts the app; `make test` runs the test suite
+# (`make test-postgres`: the same suite on PostgreSQL);
 # `make image-test` builds the Docker image with Podman and tests the compose app it runs.
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -14,13 +15,18 @@ NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 export CMAKE_ARGS ?= -DGGML_NATIVE=ON -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
 endif
 
-.PHONY: run test image-test install install-dev system-deps system-deps-test model lint messages clean llama-server
+.PHONY: run test test-postgres image-test install install-dev system-deps system-deps-test model lint messages clean llama-server
 
 run: system-deps install model
 	@scripts/run.sh
 
 test: system-deps-test install-dev model
 	@scripts/test.sh
+
+# The suite with DATABASE_URL=TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/homeai);
+# as root it installs and starts Debian's PostgreSQL when none answers, else it is skipped.
+test-postgres: system-deps-test install-dev model
+	@scripts/test-postgres.sh
 
 # Needs root, the apt mirror and PyPI; no Docker. Scratch space: IMAGE_TEST_WORK (/var/tmp/homeai-image).
 image-test:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -78,3 +80,39 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ImproperlyConfigured(f"{name}={value!r} is not one of: {', '.join(choices)}.")
     return value
+
+
+# The databases HomeAI runs on; others may work, but the suite runs on these two.
+DATABASE_ENGINES = {"django.db.backends.sqlite3": "SQLite", "django.db.backends.postgresql": "PostgreSQL"}
+
+
+def database_config(url: str, name: str = "DATABASE_URL") -> dict:
+    """Django's DATABASES entry for a database URL: sqlite:////path/to/file.sqlite3 or
+    postgres://user:password@host:5432/name. A bad URL raises ImproperlyConfigured naming NAME."""
+    try:
+        config = dj_database_url.parse(url, conn_max_age=0)
+    except ValueError:  # not a URL, or a scheme of no database
+        config = {"ENGINE": None}
+    if config["ENGINE"] not in DATABASE_ENGINES:
+        raise ImproperlyConfigured(
+            f"{name}={redact_url(url)!r}: HomeAI runs on SQLite (sqlite:////path/to/file.sqlite3) or "
+            "PostgreSQL (postgres://user:password@host:5432/name)."
+        )
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        # Web, worker and tests write the same file: WAL lets readers run beside one writer, and
+        # IMMEDIATE transactions wait for the lock (timeout) instead of failing with "database is locked".
+        config["OPTIONS"] = {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+        }
+    return config
+
+
+def redact_url(url: str) -> str:
+    """url with its password replaced by ***, fit for a log line or an error message."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()

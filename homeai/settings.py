@@ -6,11 +6,10 @@ import os
 import secrets
 from pathlib import Path
 
-import dj_database_url
 import plotly
 from django.core.exceptions import ImproperlyConfigured
 
-from homeai.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+from homeai.env import database_config, env_bool, env_choice, env_float, env_int, env_list, env_str
 from inference.engine.policies import POLICIES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -91,19 +90,8 @@ TEMPLATES = [
 WSGI_APPLICATION = None
 ASGI_APPLICATION = "homeai.asgi.application"
 
-DATABASES = {
-    "default": dj_database_url.parse(
-        env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'homeai.sqlite3'}"), conn_max_age=0
-    )
-}
+DATABASES = {"default": database_config(env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'homeai.sqlite3'}"))}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Web, worker and tests write the same file: WAL lets readers run beside one writer, and
-    # IMMEDIATE transactions wait for the lock (timeout) instead of failing with "database is locked".
-    DATABASES["default"]["OPTIONS"] = {
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        "transaction_mode": "IMMEDIATE",
-        "timeout": 30,
-    }
     # Integration tests share the test database with a live server and a worker, so it is a file.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
 

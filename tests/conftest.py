@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.db import connection
 
 from inference.model_library import ensure_bundled_models
 from inference.models import Generation
@@ -44,6 +45,23 @@ def bundled_models():
 def bundled_model(bundled_models):
     """The bundled base model (Gemma 3 270M): what the model-library tests describe and copy."""
     return Path(settings.BUNDLED_BASE_MODEL_PATH)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, and, before it is dropped, PostgreSQL's sessions on it
+    ended. Every process the tests started has stopped by then (their fixtures need this one),
+    but a connection this process opened in another context stays open (the ORM called inside
+    Playwright's sync API, which runs the test's code in a context of its own), and PostgreSQL
+    does not drop a database that is in use. SQLite deletes its file regardless."""
+    yield
+    if connection.vendor == "postgresql":
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        connection.close()
 
 
 @pytest.fixture(scope="session")

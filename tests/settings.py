@@ -5,6 +5,7 @@ or events with a HomeAI instance running on the same machine.
 """
 
 import os
+import re
 from pathlib import Path
 
 _BASE = Path(__file__).resolve().parent.parent
@@ -19,6 +20,12 @@ os.environ.setdefault("HOMEAI_RESEND_AFTER_S", "5")
 
 from homeai.settings import *  # noqa: E402,F403
 from homeai.settings import DATABASES  # noqa: E402
+
+# PostgreSQL databases the suite creates are named after the run's own queue: two runs on one
+# server (another checkout, CI beside a developer) never create, flush or drop each other's.
+TEST_RUN_NAME = re.sub(r"[^a-z0-9]+", "_", os.environ["HOMEAI_QUEUE"].lower()).strip("_")
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{TEST_RUN_NAME}"[:63]}
 
 # Processes started by the tests (daphne, the Celery worker) use the test database itself.
 if os.environ.get("HOMEAI_USE_TEST_DB") == "1":

@@ -133,7 +133,8 @@ def generations(filters: Filters) -> QuerySet[Generation]:
 
 
 def model_names() -> list[str]:
-    return sorted(n for n in Generation.objects.values_list("model_name", flat=True).distinct() if n)
+    # order_by: the model's default ordering (id) would join the DISTINCT, one name per answer.
+    return [n for n in Generation.objects.order_by("model_name").values_list("model_name", flat=True).distinct() if n]
 
 
 def metric_row(g: Generation, *, tokens: bool = True) -> dict:

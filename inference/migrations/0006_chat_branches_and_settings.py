@@ -10,24 +10,26 @@ BATCH = 1000
 
 def link_messages(apps, schema_editor):
     """Every existing conversation becomes one branch: each message's parent is the message
-    before it (by id), and the branch on show ends at its newest message."""
+    before it (by id), and the branch on show ends at its newest message. In the database being
+    migrated, which is not always the default one (manage.py migrate --database, move_database)."""
+    db = schema_editor.connection.alias
     Conversation = apps.get_model("inference", "Conversation")
     Message = apps.get_model("inference", "Message")
     batch = []
     previous_conversation = previous_id = None
-    for message_id, conversation_id in Message.objects.order_by("conversation_id", "id").values_list(
+    for message_id, conversation_id in Message.objects.using(db).order_by("conversation_id", "id").values_list(
         "id", "conversation_id"
     ).iterator(chunk_size=BATCH):
         parent_id = previous_id if conversation_id == previous_conversation else None
         if parent_id is not None:
             batch.append(Message(id=message_id, parent_id=parent_id))
         if len(batch) >= BATCH:
-            Message.objects.bulk_update(batch, ["parent"])
+            Message.objects.using(db).bulk_update(batch, ["parent"])
             batch = []
         previous_conversation, previous_id = conversation_id, message_id
-    Message.objects.bulk_update(batch, ["parent"], batch_size=BATCH)
-    leaves = Message.objects.values("conversation_id").annotate(leaf=Max("id")).values_list("conversation_id", "leaf")
-    Conversation.objects.bulk_update(
+    Message.objects.using(db).bulk_update(batch, ["parent"], batch_size=BATCH)
+    leaves = Message.objects.using(db).values("conversation_id").annotate(leaf=Max("id")).values_list("conversation_id", "leaf")
+    Conversation.objects.using(db).bulk_update(
         [Conversation(id=conversation_id, current_leaf_id=leaf) for conversation_id, leaf in leaves],
         ["current_leaf"],
         batch_size=BATCH,

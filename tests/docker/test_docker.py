@@ -44,6 +44,8 @@ import pytest
 import yaml
 from django.conf import settings
 
+from homeai.env import database_config
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
 BIN = Path(sys.executable).parent
@@ -51,6 +53,15 @@ ENTRYPOINT = DOCKER / "entrypoint.sh"
 DOCKERFILES = [DOCKER / "Dockerfile", DOCKER / "Dockerfile.cuda"]
 COMPOSE = DOCKER / "compose.yaml"
 COMPOSE_NVIDIA = DOCKER / "compose.nvidia.yaml"
+COMPOSE_POSTGRES = DOCKER / "compose.postgres.yaml"
+COMPOSE_LAN = DOCKER / "compose.lan.yaml"
+COMPOSE_WORKER = DOCKER / "compose.worker.yaml"
+# The secrets of an install that adds machines: required, never given a default in a file.
+SECRETS = {"POSTGRES_PASSWORD": "pg0secret1", "REDIS_PASSWORD": "redis0secret2"}
+WORKER_SECRETS = {
+    "REDIS_URL": "redis://:redis0secret2@nas.lan:6379/0",
+    "DATABASE_URL": "postgres://homeai:pg0secret1@nas.lan:5432/homeai",
+}
 SCHEMA = json.loads((ROOT / "tests" / "docker" / "schemas" / "compose-spec.json").read_text())
 
 # The processes started here use their own Redis database, queue and channel prefix, so they
@@ -142,6 +153,17 @@ def test_image_copies_only_the_app_and_is_built_with_portable_flags(dockerfile):
     # llama.cpp's flags come from the one script, per target architecture; nothing native.
     assert 'llama-cmake-args.sh "${TARGETARCH:-}"' in text
     assert "GGML_NATIVE=ON" not in text and "native" not in re.sub(r"#.*", "", text)
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_images_carry_the_postgresql_driver(dockerfile):
+    """DATABASE_URL=postgres://... works in both images: psycopg with its own libpq is pinned
+    in requirements.txt, which both install, and the build stops if it does not import."""
+    requirements = (ROOT / "requirements.txt").read_text()
+    assert re.search(r"^psycopg\[binary\]==\d+\.\d+\.\d+$", requirements, re.MULTILINE)
+    text = dockerfile.read_text()
+    assert "pip install --no-cache-dir -r /tmp/requirements.txt" in text
+    assert "python -c 'import psycopg;" in text
 
 
 def _cmake_args(arch: str, **env: str) -> list[str]:
@@ -249,8 +271,17 @@ def _load(path: Path) -> dict:
     return yaml.safe_load(path.read_text())
 
 
-def _merged() -> dict:
-    return _merge(_load(COMPOSE), _load(COMPOSE_NVIDIA))
+def _merged(*overrides: Path) -> dict:
+    """compose.yaml with the given files after it (by default compose.nvidia.yaml)."""
+    merged = _load(COMPOSE)
+    for path in overrides or (COMPOSE_NVIDIA,):
+        merged = _merge(merged, _load(path))
+    return merged
+
+
+def _nas() -> dict:
+    """What a NAS that serves other machines' workers runs, every variable at its default."""
+    return _interpolate(_merged(COMPOSE_POSTGRES, COMPOSE_LAN), SECRETS)
 
 
 def _schema_errors(document: dict) -> list[str]:
@@ -272,20 +303,48 @@ def test_vendored_schema_is_the_compose_specification():
         pytest.param(_merged, id="merged"),
         pytest.param(lambda: _interpolate(_load(COMPOSE), {}), id="compose.yaml-defaults"),
         pytest.param(lambda: _interpolate(_merged(), {}), id="merged-defaults"),
+        pytest.param(lambda: _load(COMPOSE_POSTGRES), id="compose.postgres.yaml"),
+        pytest.param(lambda: _load(COMPOSE_LAN), id="compose.lan.yaml"),
+        pytest.param(lambda: _load(COMPOSE_WORKER), id="compose.worker.yaml"),
+        pytest.param(lambda: _interpolate(_merged(COMPOSE_POSTGRES), SECRETS), id="postgres-defaults"),
+        pytest.param(_nas, id="nas-defaults"),
+        pytest.param(
+            lambda: _interpolate(_merged(COMPOSE_NVIDIA, COMPOSE_POSTGRES, COMPOSE_LAN), SECRETS), id="nas-nvidia"
+        ),
+        pytest.param(lambda: _interpolate(_load(COMPOSE_WORKER), WORKER_SECRETS), id="worker-defaults"),
     ],
 )
 def test_compose_file_follows_the_compose_specification(document):
     assert _schema_errors(document()) == []
 
 
-@pytest.mark.parametrize("path", [COMPOSE, COMPOSE_NVIDIA], ids=lambda p: p.name)
-def test_every_compose_variable_has_a_default(path):
+@pytest.mark.parametrize(
+    ("path", "required"),
+    [
+        (COMPOSE, set()),
+        (COMPOSE_NVIDIA, set()),
+        (COMPOSE_POSTGRES, {"POSTGRES_PASSWORD"}),
+        (COMPOSE_LAN, {"REDIS_PASSWORD"}),
+        (COMPOSE_WORKER, {"REDIS_URL", "DATABASE_URL"}),
+    ],
+    ids=lambda v: v.name if isinstance(v, Path) else "",
+)
+def test_every_compose_variable_has_a_default_but_the_secrets(path, required):
+    """Every setting works unset, except the passwords (and the URLs that carry them), which
+    have no default: an install that publishes its database never runs on a known password."""
     data = _load(path)
     for m in _variables(data):
         if m["escaped"]:
             continue
         assert m["braced"], f"{m[0]}: write ${{NAME:-default}}"
-        assert m["op"] in (":-", "-"), f"{m[0]} has no default"
+        if m["braced"] in required:
+            assert m["op"] == ":?" and m["arg"].strip(), f"{m[0]}: a secret is required, with a message"
+        else:
+            assert m["op"] in (":-", "-"), f"{m[0]} has no default"
+    assert {m["braced"] for m in _variables(data)} >= required
+    for name in required:
+        with pytest.raises(ValueError, match=f"{name} is required"):
+            _interpolate(data, {k: v for k, v in {**SECRETS, **WORKER_SECRETS}.items() if k != name})
 
 
 def _images(document: dict) -> dict[str, str]:
@@ -298,6 +357,8 @@ def _images(document: dict) -> dict[str, str]:
         pytest.param(lambda: _load(COMPOSE), id="compose.yaml"),
         pytest.param(lambda: _load(COMPOSE_NVIDIA), id="compose.nvidia.yaml"),
         pytest.param(lambda: _interpolate(_merged(), {}), id="merged-defaults"),
+        pytest.param(_nas, id="nas-defaults"),
+        pytest.param(lambda: _interpolate(_load(COMPOSE_WORKER), WORKER_SECRETS), id="worker-defaults"),
     ],
 )
 def test_every_image_is_pinned(document):
@@ -359,6 +420,61 @@ def test_nvidia_override_reserves_the_gpu_for_the_worker():
     # One image for every service, and only the worker holds the GPU.
     assert len({service["image"] for service in merged["services"].values() if "build" in service}) == 1
     assert all("deploy" not in merged["services"][name] for name in ("web", "migrate"))
+
+
+def test_postgres_override_puts_the_app_on_its_own_postgresql():
+    merged = _interpolate(_merged(COMPOSE_POSTGRES), SECRETS)
+    services = merged["services"]
+    postgres = services["postgres"]
+    assert postgres["environment"]["POSTGRES_PASSWORD"] == SECRETS["POSTGRES_PASSWORD"]
+    assert "pg_isready" in postgres["healthcheck"]["test"]
+    assert postgres["volumes"] == ["postgres-data:/var/lib/postgresql/data"] and "postgres-data" in merged["volumes"]
+    assert "ports" not in postgres, "only compose.lan.yaml publishes the database"
+    expected = ("postgres", 5432, postgres["environment"]["POSTGRES_USER"], postgres["environment"]["POSTGRES_DB"])
+    for name in ("migrate", "web", "worker"):
+        service = services[name]
+        assert service["depends_on"]["postgres"]["condition"] == "service_healthy", name
+        config = database_config(service["environment"]["DATABASE_URL"])
+        assert config["ENGINE"] == "django.db.backends.postgresql", name
+        assert (config["HOST"], config["PORT"], config["USER"], config["NAME"]) == expected, name
+        assert config["PASSWORD"] == SECRETS["POSTGRES_PASSWORD"], name
+    for name in ("web", "worker"):
+        assert set(services[name]["depends_on"]) == {"migrate", "redis", "postgres"}
+
+
+def test_lan_override_publishes_redis_and_postgresql_behind_passwords():
+    base = _interpolate(_load(COMPOSE), {})["services"]["redis"]
+    services = _nas()["services"]
+    redis = services["redis"]
+    assert redis["command"] == base["command"] + ["--requirepass", SECRETS["REDIS_PASSWORD"]]
+    assert redis["environment"]["REDISCLI_AUTH"] == SECRETS["REDIS_PASSWORD"], "the healthcheck's redis-cli"
+    assert redis["healthcheck"] == base["healthcheck"]
+    assert redis["ports"] == ["6379:6379"] and services["postgres"]["ports"] == ["5432:5432"]
+    for name in ("migrate", "web", "worker"):
+        url = urlsplit(services[name]["environment"]["REDIS_URL"])
+        assert (url.scheme, url.hostname, url.port, url.password) == ("redis", "redis", 6379, SECRETS["REDIS_PASSWORD"])
+        assert "pg0secret1@postgres:5432" in services[name]["environment"]["DATABASE_URL"]
+
+
+def test_worker_compose_runs_one_gpu_worker_against_the_nas():
+    """compose.worker.yaml is the NAS's NVIDIA worker (compose.yaml with compose.nvidia.yaml),
+    alone, with its own folders, pointed at the NAS's Redis and PostgreSQL."""
+    document = _interpolate(_load(COMPOSE_WORKER), WORKER_SECRETS)
+    assert set(document["services"]) == {"worker"}
+    worker = document["services"]["worker"]
+    nas_worker = _interpolate(_merged(), {})["services"]["worker"]
+    same = ("image", "build", "command", "init", "read_only", "tmpfs", "security_opt", "cap_drop", "cap_add")
+    for key in (*same, "healthcheck", "stop_grace_period", "restart", "deploy"):
+        assert worker[key] == nas_worker[key], key
+    assert "depends_on" not in worker and "ports" not in worker
+    assert {volume.split(":")[1] for volume in worker["volumes"]} == {"/data", "/models"}
+    environment = worker["environment"]
+    for name, value in WORKER_SECRETS.items():
+        assert environment[name] == value
+    for name, value in environment.items():
+        if name not in WORKER_SECRETS:
+            assert value == nas_worker["environment"][name], f"{name}: not the NAS worker's default"
+    assert database_config(environment["DATABASE_URL"])["HOST"] == "nas.lan"
 
 
 def _en_us(value) -> str:

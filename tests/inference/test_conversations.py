@@ -4,10 +4,12 @@ selectors on the database alone (no worker: answers are finished by tests.factor
 from __future__ import annotations
 
 import importlib
+from types import SimpleNamespace
 
 import pytest
 from django.apps import apps
 from django.conf import settings
+from django.db import connection
 
 from dashboard.latency import payload
 from inference import selectors
@@ -330,7 +332,7 @@ def test_the_migration_links_old_messages_into_one_branch(alice, chat):
     lone = say(alice, "alone")
     Message.objects.update(parent=None)
     Conversation.objects.update(current_leaf=None)
-    link_messages(apps, None)
+    link_messages(apps, SimpleNamespace(connection=connection))  # of its schema editor, it reads the database
     assert selectors.prompt_messages(generation=second) == [
         {"role": "user", "content": "u1"},
         {"role": "assistant", "content": "a1"},

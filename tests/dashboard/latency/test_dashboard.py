@@ -232,6 +232,9 @@ def test_the_time_range_and_model_filters_narrow_every_view(as_user, people):
     assert ids("/dashboard/export.json?range=bogus") == {recent.id, old.id, other.id}  # falls back to 24 h
     page = body(client.get("/dashboard/?range=1h&model=llama.gguf"))
     assert "export.csv?range=1h&amp;model=llama.gguf" in page
+    # The model filter offers each model once, however many answers it wrote.
+    models = re.search(r'<select id="model-filter".*?</select>', page, re.DOTALL)[0]
+    assert sorted(re.findall(r'<option value="([^"]+)"', models)) == sorted({"llama.gguf", recent.model_name})
 
 
 def test_the_detail_page_lists_every_token_with_its_time_gap_and_text(as_user, stored):
