@@ -20,7 +20,6 @@ from django.views.decorators.http import require_GET
 
 from inference import model_library, redis_client
 from inference.catalog import default_model
-from inference.services import sweeps
 from inference.worker import registry
 
 WORKER_FIELDS = ("worker", "host", "model", "loaded", "running", "waiting", "policy")
@@ -48,10 +47,6 @@ def _report(request: HttpRequest, *, need_worker: bool) -> JsonResponse:
     return JsonResponse(body, status=200 if ok else 503)
 
 
-def _engines(beat: dict) -> list[dict]:
-    return beat.get("engines") or []
-
-
 def _verdict(request: HttpRequest, *, need_worker: bool) -> tuple[bool, dict]:
     staff = bool(getattr(request, "user", None) and request.user.is_authenticated and request.user.is_staff)
     db_ok, db_error = _check_database()
@@ -73,8 +68,10 @@ def _verdict(request: HttpRequest, *, need_worker: bool) -> tuple[bool, dict]:
         "workers": {"ok": bool(workers), "count": len(workers)},
         "model": {
             "configured": default,
-            "present": model_library.path_of(default).is_file() or default in sweeps.held_models(workers),
-            "loaded": any(e.get("loaded") and e.get("model") == default for w in workers.values() for e in _engines(w)),
+            "present": model_library.path_of(default).is_file() or default in registry.held_models(workers),
+            "loaded": any(
+                e.get("loaded") and e.get("model") == default for w in workers.values() for e in registry.engines_of(w)
+            ),
         },
     }
     if staff:
@@ -86,7 +83,7 @@ def _verdict(request: HttpRequest, *, need_worker: bool) -> tuple[bool, dict]:
             {
                 **{k: w.get(k) for k in WORKER_FIELDS},
                 "models": [m.get("name") for m in w.get("models") or []],
-                "loaded_models": [e.get("model") for e in _engines(w) if e.get("loaded")],
+                "loaded_models": [e.get("model") for e in registry.engines_of(w) if e.get("loaded")],
             }
             for w in workers.values()
         ]

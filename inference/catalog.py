@@ -4,6 +4,7 @@ worker holding it is back), and the default one (the model library's choice)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import redis
@@ -22,13 +23,13 @@ class Catalog:
     described: dict[str, dict]  # model file -> its description (model_library.describe), every known one
     workers: int  # living workers
 
-    @property
+    @functools.cached_property
     def names(self) -> list[str]:
         """Listing order: the default, the models workers hold now, then the others known."""
         rest = sorted(set(self.described) | set(self.holders), key=lambda n: (n not in self.holders, n.lower()))
         return [self.default] + [n for n in rest if n != self.default]
 
-    @property
+    @functools.cached_property
     def spellings(self) -> dict[str, str]:
         """Every accepted spelling (file name, "smollm2:135m", "smollm2") -> file name; the
         default's first."""

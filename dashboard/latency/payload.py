@@ -334,7 +334,7 @@ def worker_list(workers: dict[str, dict]) -> list[dict]:
     fast it writes (its recent answers' median output tok/s; None before its first)."""
     rows = []
     for name, beat in sorted(workers.items(), key=lambda item: (host_of(item[0]), item[0])):
-        engines = beat.get("engines") or [beat]
+        engines = registry.engines_of(beat)
         recent = Generation.objects.filter(worker=name, status=Generation.Status.DONE, output_tps__isnull=False)
         speeds = list(recent.order_by("-id").values_list("output_tps", flat=True)[:SPEED_ANSWERS])
         loaded = {e.get("model") for e in engines if e.get("loaded")}
@@ -361,8 +361,7 @@ def system_snapshot(workers: dict[str, dict] | None = None) -> dict:
     memory = psutil.virtual_memory()
     beats = list(workers.values())
     loaded = [b for b in beats if b.get("loaded")]
-    # Each worker's engines, one per model it has loaded (a heartbeat too old to list them: itself).
-    engines = [e for b in beats for e in (b.get("engines") or [b])]
+    engines = [e for b in beats for e in registry.engines_of(b)]
     if not beats:
         state = "no worker"
     elif any(e.get("loaded") for e in engines):

@@ -96,7 +96,7 @@ def _running() -> dict:
     """The models workers hold loaded now (each once), with when each will be unloaded."""
     loaded: dict[str, str] = {}
     for status in registry.live_workers().values():
-        for engine in status.get("engines") or []:
+        for engine in registry.engines_of(status):
             if engine.get("loaded") and engine.get("model"):
                 until = engine.get("keep_alive_until")
                 expires = (

@@ -158,7 +158,7 @@ def generations_resend_stale(
     now = time.monotonic()
     if waited_s is not None:
         resent.clear()
-    held = held_models(workers)
+    held = registry.held_models(workers)
     queued = Generation.objects.filter(status=Generation.Status.QUEUED, created_at__lt=cutoff)
     # Only answers some living worker can write: the others wait in their model's queue.
     stale = {gid: model for gid, model in queued.values_list("id", "model_name") if model in held}
@@ -170,17 +170,12 @@ def generations_resend_stale(
             registry.send_generation(generation_id, stale[generation_id])
 
 
-def held_models(workers: dict[str, dict]) -> set[str]:
-    """The model files the living workers hold (each heartbeat lists its worker's)."""
-    return {model["name"] for beat in workers.values() for model in beat.get("models") or []}
-
-
 def generations_notify_no_worker(*, workers: dict[str, dict], notified: set[int]) -> None:
     """Tell people whose answers wait that no worker is alive, or none that holds their answer's
     model (once per answer while it lasts), so a stopped worker shows up as a sentence instead
     of an endless "queued"."""
     cutoff = timezone.now() - timezone.timedelta(seconds=settings.HOMEAI_WORKER_TTL)
-    held = held_models(workers)
+    held = registry.held_models(workers)
     waiting = Generation.objects.filter(status=Generation.Status.QUEUED, created_at__lt=cutoff).exclude(
         model_name__in=held
     )

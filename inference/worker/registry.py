@@ -40,6 +40,16 @@ def live_workers() -> dict[str, dict]:
     return out
 
 
+def held_models(workers: dict[str, dict]) -> set[str]:
+    """The model files the living workers hold (each heartbeat lists its worker's)."""
+    return {model["name"] for beat in workers.values() for model in beat.get("models") or []}
+
+
+def engines_of(beat: dict) -> list[dict]:
+    """A worker's engines, one per model it has built (a heartbeat too old to list them: itself)."""
+    return beat.get("engines") or [beat]
+
+
 def model_queue(model_name: str) -> str:
     """The Celery queue of one model's answers: only workers that hold the model consume it, so
     a worker never takes an answer it cannot write, wherever it runs."""

@@ -120,12 +120,6 @@ def engines() -> list[Engine]:
         return list(_engines.values())
 
 
-def current_engine() -> Engine | None:
-    """The most recently used engine, if one was built (status reports must not build one)."""
-    built = engines()
-    return built[-1] if built else None
-
-
 def _cost(engine: Engine) -> int:
     """What an engine's model costs loaded: its weights and its KV cache (from the file's header)."""
     config = engine.runner.config

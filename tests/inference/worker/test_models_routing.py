@@ -13,7 +13,6 @@ import pytest
 from django.conf import settings
 
 from inference.models import Generation
-from inference.services import sweeps
 from inference.worker import registry
 from tests.support import WorkerProcess, wait_until
 
@@ -41,7 +40,7 @@ def start_worker(folder: Path, log_name: str, **env: str) -> WorkerProcess:
 
 
 def holders(model: str) -> list[str]:
-    return [name for name, beat in registry.live_workers().items() if model in sweeps.held_models({name: beat})]
+    return [name for name, beat in registry.live_workers().items() if model in registry.held_models({name: beat})]
 
 
 def answer(sock, model: str, text: str = "Say hi.") -> dict:
