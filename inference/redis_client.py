@@ -28,5 +28,8 @@ ENGINE_CONFIG_KEY = "homeai:engine-config"  # version of the model library's cho
 # Every model a worker has announced (file name -> its description, JSON), kept when the worker
 # stops: a request for a model no living worker holds waits for one only if some worker had it.
 MODELS_KEY = "homeai:models"
+# Ollama's unload requests (a load-only request with keep_alive 0): model file -> a counter every
+# request raises; each worker unloads the model, once idle, when the counter moves.
+UNLOAD_KEY = "homeai:unload"
 STEPS_KEY = "homeai:steps"  # the engines' recent step records (workers append, the dashboard reads)
 STEPS_KEPT = 5000

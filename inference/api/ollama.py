@@ -189,8 +189,12 @@ def parse_keep_alive(data: dict) -> float | None:
     )
 
 
-def _load_only(data: dict) -> str:
-    return "unload" if data.get("keep_alive") in (0, "0", "0s", "0m") else "load"
+def _load_only(chat: bool, model: str, stream: bool, data: dict) -> OllamaRequest:
+    """A request with nothing to answer: Ollama's way to load a model now (for keep_alive, else
+    the default) or, with keep_alive 0, to unload it."""
+    keep_alive_s = parse_keep_alive(data)
+    action = "unload" if keep_alive_s == 0 else "load"
+    return OllamaRequest(chat=chat, model=model, stream=stream, load_only=action, keep_alive_s=keep_alive_s)
 
 
 def parse_chat(data: dict, *, models: dict[str, str]) -> OllamaRequest:
@@ -202,7 +206,7 @@ def parse_chat(data: dict, *, models: dict[str, str]) -> OllamaRequest:
     options, max_tokens = _options(data)
     messages = data.get("messages")
     if messages is None or messages == []:
-        return OllamaRequest(chat=True, model=model, stream=stream, load_only=_load_only(data))
+        return _load_only(True, model, stream, data)
     for i, message in enumerate(messages if isinstance(messages, list) else ()):
         if isinstance(message, dict) and message.get("images"):
             raise bad_request("This model reads text only: images are not supported.", f"messages[{i}].images")
@@ -228,7 +232,7 @@ def parse_generate(data: dict, *, models: dict[str, str]) -> OllamaRequest:
     options, max_tokens = _options(data)
     prompt, system = data.get("prompt"), data.get("system")
     if prompt is None or prompt == "":
-        return OllamaRequest(chat=False, model=model, stream=stream, load_only=_load_only(data))
+        return _load_only(False, model, stream, data)
     if not isinstance(prompt, str):
         raise bad_request("prompt must be a string.", "prompt", "invalid_type")
     if system is not None and not isinstance(system, str):

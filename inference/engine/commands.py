@@ -19,6 +19,11 @@ class Submit:
 
 
 @dataclass(frozen=True)
+class Load:
+    """Load the model now, before any request needs it (Ollama's load request)."""
+
+
+@dataclass(frozen=True)
 class Cancel:
     """End a sequence now; it finishes with reason "cancelled" and keeps its text so far."""
 
@@ -42,4 +47,4 @@ class Stop:
     """Wake the engine thread so it sees that it is stopping."""
 
 
-Command = Submit | Cancel | SetPolicy | Retire | Stop
+Command = Submit | Load | Cancel | SetPolicy | Retire | Stop

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 
 from inference.engine.budget import StepCostModel
-from inference.engine.commands import Cancel, Command, Retire, SetPolicy, Stop, Submit
+from inference.engine.commands import Cancel, Command, Load, Retire, SetPolicy, Stop, Submit
 from inference.engine.errors import EngineError
 from inference.engine.events import DoneEvent, ErrorEvent, PhaseEvent, TokenEvent
 from inference.engine.grammar import build_grammar
@@ -80,6 +80,12 @@ class Engine:
                 seq.prepared = self._prepare(seq)
             self._inbox.put(Submit(seq))
             return True
+
+    def preload(self) -> None:
+        """Load the model now rather than on the first request (which then records no load)."""
+        with self._door:
+            if not self._closed:
+                self._inbox.put(Load())
 
     @property
     def thread_alive(self) -> bool:
@@ -167,7 +173,8 @@ class Engine:
             except queue.Empty:
                 break
         submitted = [command.seq for command in commands if isinstance(command, Submit)]
-        if submitted and not self.runner.loaded:
+        preload = any(isinstance(command, Load) for command in commands)
+        if (submitted or preload) and not self.runner.loaded:
             self._load(submitted)
         for command in commands:
             match command:
@@ -177,6 +184,8 @@ class Engine:
                     seq = self._by_id.get(seq_id)
                     if seq is not None:
                         self._finish(seq, "cancelled", now_ns())
+                case Load():
+                    pass  # loaded above, with any request that came with it
                 case SetPolicy(name):
                     self.scheduler.set_policy(name)
                 case Retire():

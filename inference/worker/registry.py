@@ -17,6 +17,7 @@ from inference import redis_client
 
 GENERATE_TASK = "inference.generate"
 DEMO_DOCUMENT_TASK = "inference.demo_document"
+LOAD_TASK = "inference.load_model"
 
 
 def worker_name() -> str:
@@ -60,6 +61,22 @@ def send_generation(generation_id: int, model_name: str) -> None:
     """Ask a worker holding the model to run an answer (a duplicate is harmless: the claim lets
     one run it). With none alive it waits in the model's queue until one starts."""
     app.send_task(GENERATE_TASK, args=(generation_id,), queue=model_queue(model_name))
+
+
+def send_load(model_name: str, keep_alive_s: float | None) -> None:
+    """Ollama's load request: a worker holding the model loads it now and keeps it for keep_alive."""
+    app.send_task(LOAD_TASK, args=(model_name, keep_alive_s), queue=model_queue(model_name))
+
+
+def request_unload(model_name: str) -> None:
+    """Ollama's unload request (keep_alive 0, nothing to answer): every worker holding the model
+    unloads it once its answers have ended (a worker sees the counter move; see UNLOAD_KEY)."""
+    redis_client.client().hincrby(redis_client.UNLOAD_KEY, model_name, 1)
+
+
+def unload_requests() -> dict[str, int]:
+    """The unload counters: model file -> requests so far."""
+    return {name.decode(): int(count) for name, count in redis_client.client().hgetall(redis_client.UNLOAD_KEY).items()}
 
 
 def announce_models(models: list[dict]) -> None:

@@ -22,6 +22,7 @@ from inference.engine.engine import Engine
 from inference.engine.runner import Runner, RunnerConfig
 from inference.engine.scheduler import Scheduler
 from inference.models import EngineConfig
+from inference.worker import registry
 
 log = logging.getLogger(__name__)
 
@@ -159,12 +160,37 @@ def answered(model_name: str, keep_alive_s: float | None) -> None:
     HOMEAI_KEEP_ALIVE; negative: until another model needs its place)."""
     keep = settings.HOMEAI_KEEP_ALIVE if keep_alive_s is None else keep_alive_s
     with _engine_lock:
-        if model_name not in _engines:
+        if model_name not in _engines or _expiry.get(model_name) == _UNLOAD_NOW:
             return
         if keep < 0:
             _expiry.pop(model_name, None)
         else:
             _expiry[model_name] = time.monotonic() + keep
+
+
+def preload(model_name: str, keep_alive_s: float | None) -> None:
+    """Ollama's load request: the model's engine loads it now and keeps it for keep_alive."""
+    get_engine(model_name).preload()
+    answered(model_name, keep_alive_s)
+
+
+_unloads_seen: dict[str, int] | None = None
+# An expiry long past: set by an unload request, and kept by the answers that were running then.
+_UNLOAD_NOW = 0.0
+
+
+def follow_unloads(requests: dict[str, int]) -> None:
+    """Ollama's unload requests (registry.request_unload): a model whose counter moved since the
+    last look is unloaded as soon as it holds no answer (one asked for meanwhile keeps it). The
+    counters seen first are history: a worker that starts unloads nothing."""
+    global _unloads_seen
+    seen, _unloads_seen = _unloads_seen, dict(requests)
+    if seen is None:
+        return
+    with _engine_lock:
+        for name, count in requests.items():
+            if count != seen.get(name) and name in _engines:
+                _expiry[name] = _UNLOAD_NOW
 
 
 def expire_idle() -> None:
@@ -222,6 +248,7 @@ def follow_controls() -> None:
             for name, engine in list(_engines.items()):
                 if engine.runner.config != runner_config(name):
                     _unload(name, "(its settings changed; it loads again on its next request)")
+    follow_unloads(registry.unload_requests())
     expire_idle()
     wanted = r.get(redis_client.POLICY_KEY)
     if wanted:

@@ -23,6 +23,11 @@ def generate(generation_id: int) -> None:
     stream.generation_run(generation_id=generation_id)
 
 
+@shared_task(name=registry.LOAD_TASK, ignore_result=True)
+def load_model(model_name: str, keep_alive_s: float | None = None) -> None:
+    runtime.preload(model_name, keep_alive_s)
+
+
 @shared_task(name=registry.DEMO_DOCUMENT_TASK, ignore_result=True)
 def demo_document(user_id: int, chat_ids: list[int], waited_s: float = 0.0) -> None:
     """The demo's long document, sent once its chats are writing: looked at every DEMO_POLL_S

@@ -91,6 +91,20 @@ def test_it_lists_its_models_and_tells_what_runs_and_what_a_model_can_do(client,
     assert loaded.done and loaded.done_reason == "load"
 
 
+def test_a_request_with_nothing_to_answer_loads_the_model_and_keep_alive_0_unloads_it(client):
+    def held() -> bool:
+        return MODEL in [m.model for m in client.ps().models]
+
+    rows = Generation.objects.count()
+    client.chat(model=MODEL, messages=[{"role": "user", "content": "Hi"}], options={"num_predict": 1})
+    unloaded = client.generate(model=MODEL, keep_alive=0)  # Ollama's "unload the model"
+    assert unloaded.done and unloaded.done_reason == "unload"
+    assert wait_until(lambda: not held(), timeout=300), "a keep_alive 0 request did not unload the model"
+    assert client.generate(model=MODEL, keep_alive="10m").done_reason == "load"
+    assert wait_until(held, timeout=300), "a request with nothing to answer did not load the model"
+    assert Generation.objects.count() == rows + 1  # the loads and unloads queued no answer
+
+
 def test_a_weather_tool_round_trip(client):
     messages = [{"role": "user", "content": WEATHER_QUESTION}]
     # Ollama's API has no tool_choice, and a 135M model does not choose to call a tool by itself:

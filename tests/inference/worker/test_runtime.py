@@ -41,6 +41,7 @@ def engines(db, monkeypatch, settings):
     monkeypatch.setattr(runtime, "_engines", collections.OrderedDict())
     monkeypatch.setattr(runtime, "_expiry", {})
     monkeypatch.setattr(runtime, "_seen_config", runtime._UNSEEN)
+    monkeypatch.setattr(runtime, "_unloads_seen", None)
     settings.HOMEAI_MAX_LOADED_MODELS = 2
     settings.HOMEAI_MODELS_MEMORY_MB = 1_000_000
     settings.HOMEAI_KEEP_ALIVE = -1.0
@@ -95,6 +96,39 @@ def test_keep_alive_unloads_an_idle_model_and_never_a_busy_one(engines, three_mo
     engines[1].busy = False
     runtime.expire_idle()
     assert loaded() == [b]
+
+
+def test_an_unload_request_unloads_the_model_once_its_running_answers_end(engines, three_models):
+    a, b, _ = three_models
+    runtime.get_engine(a)
+    runtime.get_engine(b)
+    runtime.follow_unloads({a: 3})  # what was asked before this worker looked is history
+    runtime.expire_idle()
+    assert loaded() == [a, b]
+    engines[0].busy = True  # an answer of a is running when the unload comes
+    runtime.follow_unloads({a: 4})
+    runtime.expire_idle()
+    assert loaded() == [a, b]
+    runtime.answered(a, None)  # that answer's end does not cancel the unload...
+    engines[0].busy = False
+    runtime.expire_idle()
+    assert loaded() == [b] and engines[0].retired
+    runtime.get_engine(b)
+    runtime.follow_unloads({a: 4, b: 1})
+    runtime.get_engine(b)  # ...but an answer asked for after it does: b stays loaded
+    runtime.answered(b, None)
+    runtime.expire_idle()
+    assert loaded() == [b] and not engines[1].retired
+
+
+def test_a_load_request_builds_the_engine_and_loads_it_now(engines, three_models, monkeypatch):
+    a, _, _ = three_models
+    preloaded = []
+    monkeypatch.setattr(StandInEngine, "preload", lambda self: preloaded.append(self), raising=False)
+    runtime.preload(a, 0.0)
+    assert loaded() == [a] and preloaded == [engines[0]]
+    runtime.expire_idle()  # keep_alive 0 from the load request itself: gone once idle
+    assert loaded() == []
 
 
 def test_a_negative_keep_alive_keeps_the_model_until_another_needs_its_place(engines, three_models):
