@@ -32,6 +32,7 @@ SLICE_QUARTERS = ("ms_per_token_first_quarter", "ms_per_token_last_quarter")
 class BenchConfig:
     model_path: Path
     threads: int = 0
+    gpu_layers: int = 0
     slots: int = 4
     n_batch: int = 512
     stream_counts: tuple[int, ...] = (1, 2, 4)
@@ -52,7 +53,12 @@ def _engine(
 ) -> Engine:
     runner = Runner(
         RunnerConfig(
-            model_path=cfg.model_path, n_ctx_seq=4096, n_slots=cfg.slots, n_batch=cfg.n_batch, n_threads=cfg.threads
+            model_path=cfg.model_path,
+            n_ctx_seq=4096,
+            n_slots=cfg.slots,
+            n_batch=cfg.n_batch,
+            n_threads=cfg.threads,
+            n_gpu_layers=cfg.gpu_layers,
         )
     )
     scheduler = Scheduler(policy=policy, n_slots=cfg.slots, n_batch=cfg.n_batch, token_budget=budget)

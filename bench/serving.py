@@ -682,7 +682,15 @@ def start_llama_cpp_server(
 
 
 def llama_server_argv(
-    binary: Path, model_path: Path, *, threads: int, n_ctx_seq: int, slots: int, n_batch: int, port: int
+    binary: Path,
+    model_path: Path,
+    *,
+    threads: int,
+    n_ctx_seq: int,
+    slots: int,
+    n_batch: int,
+    port: int,
+    gpu_layers: int = 0,
 ) -> list[str]:
     """llama-server set up as HomeAI's worker sets up llama.cpp: one context of slots x the
     context per slot, a unified KV cache the slots share, the whole sliding-window cache, the
@@ -705,6 +713,8 @@ def llama_server_argv(
         str(n_batch),
         "--ubatch-size",
         str(n_batch),
+        "--n-gpu-layers",
+        str(gpu_layers),
         "--no-webui",
         "--host",
         "127.0.0.1",
@@ -721,6 +731,7 @@ def start_llama_server(
     n_ctx_seq: int,
     slots: int,
     n_batch: int = 512,
+    gpu_layers: int = 0,
     port: int | None = None,
     log_path: Path | None = None,
 ) -> tuple[subprocess.Popen, str]:
@@ -731,7 +742,14 @@ def start_llama_server(
         )
     port = port or free_port()
     argv = llama_server_argv(
-        binary, model_path, threads=threads, n_ctx_seq=n_ctx_seq, slots=slots, n_batch=n_batch, port=port
+        binary,
+        model_path,
+        threads=threads,
+        n_ctx_seq=n_ctx_seq,
+        slots=slots,
+        n_batch=n_batch,
+        port=port,
+        gpu_layers=gpu_layers,
     )
     return _start_server(argv, "llama-server", port, log_path)
 

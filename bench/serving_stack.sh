@@ -6,6 +6,7 @@
 #   bench/serving_stack.sh --endpoint completions --prompt-tokens 80 --output-tokens 128 --concurrency 1,4
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BIN=${VENV:-.venv}/bin
 export HOMEAI_DATA_DIR=${HOMEAI_DATA_DIR:-/tmp/homeai-serving} HOMEAI_MODELS_DIR=${HOMEAI_MODELS_DIR:-$PWD/data/models}
 export HOMEAI_MODEL_PATH=${HOMEAI_MODEL_PATH:-$HOMEAI_MODELS_DIR/gemma-3-270m-q4_k_m.gguf}
 export HOMEAI_THREADS=${HOMEAI_THREADS:-2} LOG_LEVEL=WARNING HOMEAI_QUEUE=serving HOMEAI_CHANNEL_PREFIX=serving
@@ -23,8 +24,8 @@ cleanup() {
   wait 2>/dev/null || true
 }
 trap cleanup EXIT
-.venv/bin/python manage.py migrate -v0
-.venv/bin/python manage.py shell -c \
+"$BIN/python" manage.py migrate -v0
+"$BIN/python" manage.py shell -c \
   "from django.contrib.auth.models import User; User.objects.filter(username='bench').exists() or User.objects.create_user('bench')"
 PORT=$port HOST=127.0.0.1 setsid scripts/run.sh > "$HOMEAI_DATA_DIR/logs/run.log" 2>&1 &
 stack=$!
@@ -35,5 +36,5 @@ done
 daphne=$(pgrep -s "$stack" -f "daphne -b 127.0.0.1 -p $port")
 worker=$(pgrep -s "$stack" -f "celery -A homeai worker")
 echo "HomeAI on port $port: daphne $daphne, worker $worker, redis $redis" >&2
-.venv/bin/python manage.py bench_serving --target "homeai=http://127.0.0.1:$port/v1" --create-key bench \
+"$BIN/python" manage.py bench_serving --target "homeai=http://127.0.0.1:$port/v1" --create-key bench \
   --cpu "homeai=$daphne,$worker,$redis" --llama-server --threads "$HOMEAI_THREADS" "$@"

@@ -57,6 +57,7 @@ class SpeculationConfig:
     rounds: int = 3
     max_tokens: int = 256
     threads: int = 0
+    gpu_layers: int = 0
 
 
 def _answer(engine: Engine, seq_id: int, text: str, params: SamplingParams) -> DoneEvent:
@@ -73,7 +74,15 @@ def _answer(engine: Engine, seq_id: int, text: str, params: SamplingParams) -> D
 
 def run(cfg: SpeculationConfig, log=print) -> dict:
     threads = cfg.threads or os.cpu_count() or 1
-    runner = Runner(RunnerConfig(model_path=cfg.model_path, n_ctx_seq=4096, n_slots=1, n_batch=512, n_threads=threads))
+    config = RunnerConfig(
+        model_path=cfg.model_path,
+        n_ctx_seq=4096,
+        n_slots=1,
+        n_batch=512,
+        n_threads=threads,
+        n_gpu_layers=cfg.gpu_layers,
+    )
+    runner = Runner(config)
     engine = Engine(runner=runner, scheduler=Scheduler(policy="chunked", n_slots=1, n_batch=512))
     ids = itertools.count(1)
     greedy = SamplingParams(max_tokens=cfg.max_tokens, temperature=0.0, repeat_penalty=1.0)

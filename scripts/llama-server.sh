@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's own llama-server (and llama-bench, llama-batched-bench) from the llama.cpp
 # sources inside the pinned llama-cpp-python sdist (its vendor/llama.cpp), so the serving
-# benchmark compares HomeAI with the very llama.cpp it runs. Output: build/llama.cpp/bin/.
+# benchmark compares HomeAI with the very llama.cpp it runs. Output: build/llama.cpp/bin/
+# (LLAMA_BUILD_DIR=<dir> elsewhere: scripts/gpu-bench.sh builds a CUDA one beside it).
 # Cached: a second run with the same pinned version and flags does nothing.
 #   make llama-server                  (about 12 minutes on 2 cores; JOBS=n to change -j)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=$(sed -n 's/^llama-cpp-python==\([^ ]*\).*/\1/p' requirements.txt)
 [[ -n "$version" ]] || { echo "requirements.txt pins no llama-cpp-python version" >&2; exit 1; }
-root=build/llama.cpp
+root=${LLAMA_BUILD_DIR:-build/llama.cpp}
 targets=(llama-server llama-bench llama-batched-bench)
 # CMAKE_ARGS comes from the Makefile (native build without AMX tiles, as for llama-cpp-python).
 eval "extra=(${CMAKE_ARGS:-})"

@@ -23,6 +23,12 @@ class Command(BaseCommand):
             help="the GGUF to measure (default: the bundled base model, Gemma 3 270M, as docs/performance.md)",
         )
         parser.add_argument("--threads", type=int, default=settings.HOMEAI_THREADS)
+        parser.add_argument(
+            "--gpu-layers",
+            type=int,
+            default=settings.HOMEAI_GPU_LAYERS,
+            help="layers offloaded to a GPU (CUDA builds; 999: all)",
+        )
         parser.add_argument("--output-tokens", type=int, default=64)
         parser.add_argument("--doc-tokens", type=int, default=1500)
         parser.add_argument("--budgets", default="32,64,128", help="chunk budgets to try, comma-separated")
@@ -39,6 +45,7 @@ class Command(BaseCommand):
         cfg = BenchConfig(
             model_path=Path(opts["model_path"]),
             threads=opts["threads"],
+            gpu_layers=opts["gpu_layers"],
             output_tokens=opts["output_tokens"],
             doc_tokens=opts["doc_tokens"],
             budgets=tuple(int(b) for b in opts["budgets"].split(",") if b),

@@ -86,6 +86,12 @@ class Command(BaseCommand):
         parser.add_argument("--context", type=int, default=settings.HOMEAI_CONTEXT, help="tokens per slot")
         parser.add_argument("--slots", type=int, default=settings.HOMEAI_SLOTS, help="llama-server's parallel slots")
         parser.add_argument("--batch", type=int, default=settings.HOMEAI_BATCH, help="llama-server's batch")
+        parser.add_argument(
+            "--gpu-layers",
+            type=int,
+            default=settings.HOMEAI_GPU_LAYERS,
+            help="llama-server's layers on a GPU (HomeAI's worker reads HOMEAI_GPU_LAYERS)",
+        )
         parser.add_argument("--model-path", default=str(settings.HOMEAI_MODEL_PATH))
         parser.add_argument("--model-id", default=None, help="the model field to send (default: none)")
         parser.add_argument("--endpoint", choices=("completions", "chat"), default="completions")
@@ -144,6 +150,7 @@ class Command(BaseCommand):
                         n_ctx_seq=opts["context"],
                         slots=opts["slots"],
                         n_batch=opts["batch"],
+                        gpu_layers=opts["gpu_layers"],
                         port=opts["llama_server_port"],
                         log_path=log_path,
                     )

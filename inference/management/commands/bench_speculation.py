@@ -20,6 +20,12 @@ class Command(BaseCommand):
         parser.add_argument("--rounds", type=int, default=3)
         parser.add_argument("--max-tokens", type=int, default=256)
         parser.add_argument("--threads", type=int, default=settings.HOMEAI_THREADS)
+        parser.add_argument(
+            "--gpu-layers",
+            type=int,
+            default=settings.HOMEAI_GPU_LAYERS,
+            help="layers offloaded to a GPU (CUDA builds; 999: all)",
+        )
         parser.add_argument("--out", default="docs/bench", help="folder for speculation.json")
 
     def handle(self, *args, **opts):
@@ -28,6 +34,7 @@ class Command(BaseCommand):
             rounds=opts["rounds"],
             max_tokens=opts["max_tokens"],
             threads=opts["threads"],
+            gpu_layers=opts["gpu_layers"],
         )
         result = run(cfg, log=lambda msg: self.stderr.write(msg))
         path = write(result, Path(opts["out"]))
