@@ -346,7 +346,9 @@ def _tool_choice(choice, tools: tuple[dict, ...]) -> str | None:
         return "auto"
     if choice == "none":
         return None
-    if choice == "required" and tools:
+    if choice == "required":
+        if not tools:
+            raise bad_request('tool_choice "required" needs tools, and this request sends none.', "tool_choice")
         return "required"
     if isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("function"), dict):
         name = choice["function"].get("name")
@@ -354,7 +356,7 @@ def _tool_choice(choice, tools: tuple[dict, ...]) -> str | None:
             return name
         raise bad_request(f"tool_choice names {name!r}, which is not one of the tools.", "tool_choice")
     raise bad_request(
-        'tool_choice must be "none", "auto", "required" (with tools) or {"type": "function", "function": {"name": …}}.',
+        'tool_choice must be "none", "auto", "required" or {"type": "function", "function": {"name": …}}.',
         "tool_choice",
     )
 

@@ -37,6 +37,7 @@ def test_a_chat_body_becomes_a_request_with_its_sampling_options():
         ({"messages": [{"role": "user", "content": "hi"}], "n": 2}, "n"),
         ({"messages": [{"role": "user", "content": "hi"}], "stream": "yes"}, "stream"),
         ({"messages": [{"role": "user", "content": "hi"}], "max_tokens": "5"}, "max_tokens"),
+        ({"messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"}, "tool_choice"),
     ],
 )
 def test_a_bad_body_names_its_param(body, param):
