@@ -198,8 +198,8 @@ def _load_only(chat: bool, model: str, stream: bool, data: dict) -> OllamaReques
 
 
 def parse_chat(data: dict, *, models: dict[str, str]) -> OllamaRequest:
-    """Check an /api/chat body (HomeAI also reads tool_choice, from the body or options: Ollama's
-    API has none, and a small model rarely calls a tool unless made to)."""
+    """Check an /api/chat body (HomeAI also reads tool_choice and reset_tool_choice, from the body
+    or options: Ollama's API has none, and a small model rarely calls a tool unless made to)."""
     model = check_model(data, models, LISTING)
     _refuse(data, ("think", "logprobs"))
     stream = _stream(data)
@@ -211,7 +211,9 @@ def parse_chat(data: dict, *, models: dict[str, str]) -> OllamaRequest:
         if isinstance(message, dict) and message.get("images"):
             raise bad_request("This model reads text only: images are not supported.", f"messages[{i}].images")
     tools = parse_tools(data)
-    choice = data.get("tool_choice") or (data.get("options") or {}).get("tool_choice")
+    raw_options = data.get("options") or {}
+    choice = data.get("tool_choice") or raw_options.get("tool_choice")
+    reset = data.get("reset_tool_choice", raw_options.get("reset_tool_choice"))
     return OllamaRequest(
         chat=True,
         model=model,
@@ -219,7 +221,7 @@ def parse_chat(data: dict, *, models: dict[str, str]) -> OllamaRequest:
         max_tokens=max_tokens,
         options=options,
         stream=stream,
-        output=output_spec(_format(data), tools, tool_choice(choice, tools), None),
+        output=output_spec(_format(data), tools, tool_choice(choice, tools, reset=reset, messages=messages), None),
         keep_alive_s=parse_keep_alive(data),
     )
 

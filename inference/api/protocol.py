@@ -315,13 +315,40 @@ def parse_tools(data: dict) -> tuple[dict, ...]:
     return tuple(out)
 
 
-def tool_choice(choice, tools: tuple[dict, ...]) -> str | None:
-    """auto, required or a tool's name; None for "none" (the tools are then left out)."""
+def tool_choice(choice, tools: tuple[dict, ...], *, reset=None, messages=None) -> str | None:
+    """auto, required or a tool's name; None for "none" (the tools are then left out).
+
+    reset (the request's reset_tool_choice): a forced choice is "auto" once tool results follow
+    the last user message. An agent loop that sends the same body back with the results (Open
+    WebUI's) would otherwise be made to call a tool again, forever; this is the OpenAI Agents
+    SDK's reset_tool_choice, done by the server for clients that cannot change the body."""
+    choice = _tool_choice(choice, tools)
+    if reset is not None and not isinstance(reset, bool):
+        raise bad_request("reset_tool_choice must be true or false.", "reset_tool_choice", "invalid_type")
+    if reset and choice not in (None, "auto") and _tools_answered(messages):
+        return "auto"
+    return choice
+
+
+def _tools_answered(messages) -> bool:
+    """Whether a tool result comes after the last user message."""
+    for message in reversed(messages if isinstance(messages, list) else ()):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "tool":
+            return True
+        if role == "user":
+            return False
+    return False
+
+
+def _tool_choice(choice, tools: tuple[dict, ...]) -> str | None:
     if choice is None or choice == "auto":
         return "auto"
     if choice == "none":
         return None
-    if choice == "required" and tools:
+    if choice == "required":
+        if not tools:
+            raise bad_request('tool_choice "required" needs tools, and this request sends none.', "tool_choice")
         return "required"
     if isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("function"), dict):
         name = choice["function"].get("name")
@@ -329,7 +356,7 @@ def tool_choice(choice, tools: tuple[dict, ...]) -> str | None:
             return name
         raise bad_request(f"tool_choice names {name!r}, which is not one of the tools.", "tool_choice")
     raise bad_request(
-        'tool_choice must be "none", "auto", "required" (with tools) or {"type": "function", "function": {"name": …}}.',
+        'tool_choice must be "none", "auto", "required" or {"type": "function", "function": {"name": …}}.',
         "tool_choice",
     )
 
@@ -389,7 +416,9 @@ def parse_request(data: dict, *, chat: bool, models: dict[str, str]) -> Completi
     output = None
     if chat:
         tools = parse_tools(data)
-        choice = tool_choice(data.get("tool_choice"), tools)
+        choice = tool_choice(
+            data.get("tool_choice"), tools, reset=data.get("reset_tool_choice"), messages=data.get("messages")
+        )
         output = output_spec(_response_schema(data), tools, choice, data.get("parallel_tool_calls"))
     return CompletionRequest(
         chat=chat,

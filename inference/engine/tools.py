@@ -34,7 +34,8 @@ For each function call, return a json object with function name and arguments wi
 {{"name": <function-name>, "arguments": <args-json-object>}}
 </tool_call>"""
 
-_CALL = re.compile(re.escape(CALL_OPEN) + r"\s*(.*?)\s*(?:" + re.escape(CALL_CLOSE) + r"|\Z)", re.DOTALL)
+_SPACE = re.compile(r"\s*")
+_DECODER = json.JSONDecoder()
 
 
 @dataclass(frozen=True)
@@ -144,17 +145,26 @@ def history_turns(messages: list[dict]) -> list[dict]:
 def parse_calls(text: str) -> tuple[str, list[dict]]:
     """The answer's text before its first tool call, and its calls [{"name", "arguments"}].
 
-    A block that is not a JSON object with a name and object arguments (an answer cut at
-    max_tokens) is not a call: then the whole text is the content, and no call is returned.
+    Each block is read as one JSON value, then its close tag: a string argument may itself hold
+    "</tool_call>" (the grammar allows any string, and a small model writes one), so the block
+    does not end at the first close tag. A block that is not a JSON object with a name and
+    object arguments (an answer cut at max_tokens) is not a call: then the whole text is the
+    content, and no call is returned.
     """
     start = text.find(CALL_OPEN)
     if start == -1:
         return text, []
     calls = []
-    for match in _CALL.finditer(text, start):
+    at = start
+    while at != -1:
         try:
-            call = json.loads(match.group(1))
+            call, end = _DECODER.raw_decode(text, _SPACE.match(text, at + len(CALL_OPEN)).end())
         except ValueError:
+            return text, []
+        end = _SPACE.match(text, end).end()
+        if text.startswith(CALL_CLOSE, end):
+            end += len(CALL_CLOSE)
+        elif end != len(text):
             return text, []
         arguments = call.get("arguments") if isinstance(call, dict) else None
         if isinstance(arguments, str):  # some models write the arguments as a JSON string
@@ -165,4 +175,5 @@ def parse_calls(text: str) -> tuple[str, list[dict]]:
         if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not isinstance(arguments, dict):
             return text, []
         calls.append({"name": call["name"], "arguments": arguments})
+        at = text.find(CALL_OPEN, end)
     return text[:start].strip(), calls

@@ -68,11 +68,21 @@ def test_an_answer_parses_into_its_text_and_its_calls():
     assert parse_calls(stringly)[1] == [{"name": "a", "arguments": {"x": 1}}]
 
 
+def test_a_close_tag_inside_an_argument_string_does_not_end_the_call():
+    # A grammar-valid call that the 135M model wrote (seen through Open WebUI's Ollama connection).
+    text = '<tool_call>\n{"name": "get_weather", "arguments": { "city" : "Paris }}</tool_call>  # Returns `{"} }'
+    text += "\n</tool_call>"
+    city = "Paris }}</tool_call>  # Returns `{"
+    assert parse_calls(text) == ("", [{"name": "get_weather", "arguments": {"city": city}}])
+    assert parse_calls(text + "\n" + call_text("b", {}))[1][1] == {"name": "b", "arguments": {}}
+
+
 def test_text_without_a_whole_call_is_all_content():
     assert parse_calls("Just words.") == ("Just words.", [])
     cut = '<tool_call>\n{"name": "get_weather", "argum'  # cut at max_tokens
     assert parse_calls(cut) == (cut, [])
     assert parse_calls('<tool_call>{"name": 3, "arguments": {}}</tool_call>')[1] == []
+    assert parse_calls('<tool_call>{"name": "a", "arguments": {}} and more</tool_call>')[1] == []
 
 
 def test_an_output_spec_survives_the_database_round_trip():

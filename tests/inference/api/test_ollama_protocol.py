@@ -70,6 +70,20 @@ def test_tool_calls_and_results_in_the_history_become_text_turns():
     assert req.output.tool_choice == "required"
 
 
+def test_reset_tool_choice_is_read_from_options_and_frees_the_model_after_a_tool_result():
+    tools = [{"type": "function", "function": {"name": "w"}}]
+    options = {"tool_choice": "required", "reset_tool_choice": True}
+    asked = [{"role": "user", "content": "Weather?"}]
+    answered = [
+        *asked,
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "w", "arguments": {}}}]},
+        {"role": "tool", "content": "sunny", "tool_name": "w"},
+    ]
+    first = parse_chat({"messages": asked, "tools": tools, "options": options}, models=MODELS)
+    then = parse_chat({"messages": answered, "tools": tools, "options": options}, models=MODELS)
+    assert (first.output.tool_choice, then.output.tool_choice) == ("required", "auto")
+
+
 def test_no_messages_or_an_empty_prompt_only_loads_the_model():
     assert parse_chat({"model": "model.gguf"}, models=MODELS).load_only == "load"
     assert parse_generate({"prompt": "", "keep_alive": 0}, models=MODELS).load_only == "unload"

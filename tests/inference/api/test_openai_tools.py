@@ -57,6 +57,22 @@ def test_a_weather_tool_round_trip(api):
     assert not second.choices[0].message.tool_calls
 
 
+def test_a_loop_that_sends_the_same_body_back_gets_a_call_then_an_answer(api):
+    # An agent loop such as Open WebUI's repeats its settings on every turn; reset_tool_choice
+    # forces the call only until a tool result is in the history.
+    same = {"tools": [WEATHER_TOOL], "tool_choice": "required", "extra_body": {"reset_tool_choice": True}}
+    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    first = api.chat.completions.create(model=MODEL, messages=messages, temperature=0, **same)
+    call = first.choices[0].message.tool_calls[0]
+    messages += [
+        first.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "18 degrees and sunny"},
+    ]
+    second = api.chat.completions.create(model=MODEL, messages=messages, temperature=0, **same)
+    assert second.choices[0].finish_reason in ("stop", "length") and not second.choices[0].message.tool_calls
+    assert Generation.objects.latest("id").output["tool_choice"] == "auto"
+
+
 def test_a_named_tool_streams_as_tool_call_deltas(api):
     chunks = list(
         api.chat.completions.create(

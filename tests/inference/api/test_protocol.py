@@ -37,12 +37,46 @@ def test_a_chat_body_becomes_a_request_with_its_sampling_options():
         ({"messages": [{"role": "user", "content": "hi"}], "n": 2}, "n"),
         ({"messages": [{"role": "user", "content": "hi"}], "stream": "yes"}, "stream"),
         ({"messages": [{"role": "user", "content": "hi"}], "max_tokens": "5"}, "max_tokens"),
+        ({"messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"}, "tool_choice"),
     ],
 )
 def test_a_bad_body_names_its_param(body, param):
     with pytest.raises(ApiError) as caught:
         parse_request(body, chat=True, models=MODELS)
     assert caught.value.status == 400 and caught.value.param == param
+
+
+WEATHER = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+ASKED = [{"role": "user", "content": "Weather in Paris?"}]
+ANSWERED = [
+    *ASKED,
+    {
+        "role": "assistant",
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+]
+
+
+@pytest.mark.parametrize(
+    ("messages", "reset", "choice"),
+    [
+        (ASKED, True, "required"),  # the user asked: the call is still forced
+        (ANSWERED, True, "auto"),  # the tool answered: the model may now write its answer
+        (ANSWERED, None, "required"),  # without the flag, OpenAI's meaning: a call on every turn
+        ([*ANSWERED, {"role": "user", "content": "And in Rome?"}], True, "required"),
+    ],
+)
+def test_reset_tool_choice_frees_the_model_once_its_tools_have_answered(messages, reset, choice):
+    body = {"messages": messages, "tools": WEATHER, "tool_choice": "required", "reset_tool_choice": reset}
+    assert parse_request(body, chat=True, models=MODELS).output.tool_choice == choice
+
+
+def test_reset_tool_choice_must_be_a_boolean():
+    body = {"messages": ASKED, "tools": WEATHER, "tool_choice": "required", "reset_tool_choice": "yes"}
+    with pytest.raises(ApiError) as caught:
+        parse_request(body, chat=True, models=MODELS)
+    assert (caught.value.status, caught.value.param) == (400, "reset_tool_choice")
 
 
 def test_a_service_error_keeps_its_field_and_the_text_maps_to_messages_or_prompt():

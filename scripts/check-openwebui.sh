@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Open WebUI chatting through HomeAI over both of its connections, checked by hand (not in CI:
+# Open WebUI's install is about 7 GB, most of it PyTorch). Installs Open WebUI into a venv
+# outside the checkout when it is missing, starts a Redis, HomeAI (scripts/run.sh) and Open
+# WebUI on spare ports with scratch data, then drives Open WebUI's UI with Debian's Chromium
+# (tests/openwebui/check_openwebui.py): a message streams and a tool is called, over the
+# OpenAI and the Ollama connection. Prints what it saw, stops everything; exit status 0 only
+# when every step passed. Needs `make install-dev` and `scripts/system-deps.sh --test`.
+#
+#   scripts/check-openwebui.sh
+#   OWUI_CHECK_SHOTS=/tmp/owui-shots scripts/check-openwebui.sh   # also keep screenshots
+#
+# OWUI_VENV (/var/tmp/homeai-openwebui/venv), OWUI_VERSION (0.12.4), OWUI_CHECK_WORK
+# (/tmp/homeai-openwebui-check: the scratch data, emptied first, and the logs) and
+# OWUI_CHECK_PORT (8810: HomeAI; Open WebUI and Redis take the next two) can be changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+venv=${OWUI_VENV:-/var/tmp/homeai-openwebui/venv}
+version=${OWUI_VERSION:-0.12.4}
+work=${OWUI_CHECK_WORK:-/tmp/homeai-openwebui-check}
+homeai_port=${OWUI_CHECK_PORT:-8810}
+webui_port=$((homeai_port + 1))
+redis_port=$((homeai_port + 2))
+
+if [[ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("open-webui"))' 2>/dev/null)" != "$version" ]]; then
+  echo "Installing open-webui==$version into $venv (a few GB; minutes)"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q "open-webui==$version"
+fi
+
+rm -rf "$work"
+mkdir -p "$work/logs"
+export HOMEAI_DATA_DIR=$work/homeai HOMEAI_MODELS_DIR=${HOMEAI_MODELS_DIR:-$root/data/models}
+export REDIS_URL=redis://127.0.0.1:$redis_port/0 HOMEAI_QUEUE=openwebui-check HOMEAI_CHANNEL_PREFIX=openwebui-check
+export HOMEAI_THREADS=${HOMEAI_THREADS:-1} LOG_LEVEL=WARNING
+
+redis-server --bind 127.0.0.1 --port "$redis_port" --save "" --appendonly no --logfile "$work/logs/redis.log" &
+redis=$!
+homeai=
+webui=
+cleanup() {
+  [[ -n $webui ]] && kill -TERM -- "-$webui" 2>/dev/null
+  [[ -n $homeai ]] && kill -TERM -- "-$homeai" 2>/dev/null
+  kill "$redis" 2>/dev/null
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+.venv/bin/python manage.py migrate -v0
+.venv/bin/python manage.py shell -v0 -c \
+  "from django.contrib.auth.models import User; User.objects.create_user('house', password='open-webui check')"
+key=$(.venv/bin/python manage.py create_api_key house --name "Open WebUI")
+PORT=$homeai_port HOST=127.0.0.1 setsid scripts/run.sh >"$work/logs/homeai.log" 2>&1 &
+homeai=$!
+
+# Both connections carry the key; each names itself, so HomeAI's dashboard tells them apart,
+# and prefixes its models' names (the same model is listed once per connection).
+connection() { # prefix [key]
+  printf '{"0": {%s"prefix_id": "%s", "headers": {"X-Client-Name": "open-webui-%s"}}}' \
+    "${2:+\"key\": \"$2\", }" "$1" "$1"
+}
+openai_config=$(connection openai)
+ollama_config=$(connection ollama "$key")
+(
+  cd "$work"
+  export DATA_DIR=$work/webui WEBUI_AUTH=True WEBUI_SECRET_KEY=open-webui-check \
+    OFFLINE_MODE=true HF_HUB_OFFLINE=1 RAG_EMBEDDING_MODEL_AUTO_UPDATE=false \
+    RAG_RERANKING_MODEL_AUTO_UPDATE=false ENABLE_VERSION_UPDATE_CHECK=false \
+    ANONYMIZED_TELEMETRY=false DO_NOT_TRACK=true SCARF_NO_ANALYTICS=true \
+    ENABLE_TITLE_GENERATION=false ENABLE_FOLLOW_UP_GENERATION=false ENABLE_TAGS_GENERATION=false \
+    ENABLE_OPENAI_API=true OPENAI_API_BASE_URLS=http://127.0.0.1:$homeai_port/v1 OPENAI_API_KEYS=$key \
+    OPENAI_API_CONFIGS=$openai_config \
+    ENABLE_OLLAMA_API=true OLLAMA_BASE_URLS=http://127.0.0.1:$homeai_port \
+    OLLAMA_API_CONFIGS=$ollama_config
+  exec setsid "$venv/bin/open-webui" serve --host 127.0.0.1 --port "$webui_port"
+) >"$work/logs/open-webui.log" 2>&1 &
+webui=$!
+
+wait_for() { # what url pattern seconds
+  for _ in $(seq "$4"); do
+    curl -s "$2" 2>/dev/null | grep -q "$3" && return 0
+    sleep 1
+  done
+  echo "$1 did not start in $4 s; see $work/logs" >&2
+  exit 1
+}
+wait_for HomeAI "http://127.0.0.1:$homeai_port/healthz" '"count": 1' 180
+wait_for "Open WebUI" "http://127.0.0.1:$webui_port/health" '"status":true' 300
+echo "HomeAI $(git describe --always --dirty) on port $homeai_port, Open WebUI $version on port $webui_port"
+
+OWUI_CHECK_WEBUI_URL=http://127.0.0.1:$webui_port OWUI_CHECK_HOMEAI_USER=house \
+  .venv/bin/python -m tests.openwebui.check_openwebui
