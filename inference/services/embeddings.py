@@ -10,7 +10,7 @@ from django.utils.translation import gettext
 from inference.errors import ClientError
 from inference.metrics import record_embedding
 from inference.models import EmbeddingBatch
-from inference.services.generations import _check_daily_limits
+from inference.services.generations import check_daily_limits
 
 log = logging.getLogger(__name__)
 
@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 def embedding_batch_create(*, user, client: str, model_name: str, inputs: int, t_arrive_ns: int) -> EmbeddingBatch:
     """A queued batch, once the person may send one: their daily limits (as for answers) and
     their place in line (as many waiting batches as answers, HOMEAI_MAX_WAITING_PER_USER)."""
-    _check_daily_limits(user)
+    check_daily_limits(user)
     waiting = EmbeddingBatch.objects.filter(user=user, status=EmbeddingBatch.Status.QUEUED).count()
     if waiting >= settings.HOMEAI_MAX_WAITING_PER_USER:
         raise ClientError(
