@@ -49,14 +49,15 @@ def _load(model_name: str) -> llama_cpp.Llama:
     up to it is encoded in one decode, and short ones share a decode."""
     path = model_library.path_of(model_name)
     n_ctx = model_library.inspect(path).context_length or 512
+    threads = _threads()
     return llama_cpp.Llama(
         str(path),
         embedding=True,
         n_ctx=n_ctx,
         n_batch=n_ctx,
         n_ubatch=n_ctx,
-        n_threads=_threads(),
-        n_threads_batch=_threads(),
+        n_threads=threads,
+        n_threads_batch=threads,
         n_gpu_layers=settings.HOMEAI_GPU_LAYERS,
         verbose=False,
     )
