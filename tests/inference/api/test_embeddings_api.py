@@ -4,6 +4,8 @@ OllamaEmbeddings -> daphne -> a Celery worker -> llama.cpp (the bundled all-Mini
 from __future__ import annotations
 
 import io
+import json
+import random
 
 import httpx
 import numpy as np
@@ -18,7 +20,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from inference import redis_client
 from inference.metrics import PREFIX
 from inference.models import EmbeddingBatch
+from tests.inference.api.test_api_hostile import JUNK
 from tests.inference.api.test_openai_api import MODEL, _post
+from tests.support import wait_until
 
 pytestmark = [pytest.mark.integration]
 
@@ -190,3 +194,38 @@ def test_a_second_users_key_makes_rows_of_its_own(client, live_server_url, make_
     bobs.embeddings.create(model=EMBEDDER, input=SENTENCES)
     by_user = {r.user.username: r.inputs for r in EmbeddingBatch.objects.select_related("user")}
     assert by_user == {"ada": 1, "bob": 3}
+
+
+def hostile_embedding_body(rng: random.Random) -> bytes:
+    if rng.random() < 0.1:
+        return rng.choice([b"", b"{", b"[]", b"null", b"\xff\xfe", b'{"input":', b"[" * 5000])
+    body: dict = {}
+    for name in rng.sample(
+        ["input", "prompt", "model", "encoding_format", "dimensions", "truncate", "options", "keep_alive", "user"],
+        rng.randint(0, 5),
+    ):
+        body[name] = rng.choice([*JUNK, [rng.choice(JUNK), "a"], [[101, 102]], "base64", 384, EMBEDDER])
+    return json.dumps(body).encode()
+
+
+def test_random_hostile_bodies_never_get_a_5xx_and_every_refusal_is_an_error_object(api, api_key, live_server_url):
+    rng = random.Random(20261201)
+    statuses: dict[int, int] = {}
+    headers = {"Authorization": f"Bearer {api_key}"}
+    with httpx.Client(base_url=live_server_url, timeout=180) as http:
+        for _ in range(300):
+            path = rng.choice(["/v1/embeddings", "/api/embed", "/api/embeddings"])
+            response = http.post(path, content=hostile_embedding_body(rng), headers=headers)
+            statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+            assert response.status_code < 500, (path, response.status_code, response.text[:300])
+            if response.status_code != 200:
+                error = response.json()["error"]
+                assert error if path == "/v1/embeddings" else isinstance(error, str), (path, response.text[:300])
+    assert statuses.get(400, 0) > 150, statuses
+    assert not EmbeddingBatch.objects.exclude(status="done").exists()
+
+
+def test_api_ps_lists_the_embedding_model_once_a_worker_has_loaded_it(client):
+    client.embed(model=EMBEDDER, input=SENTENCES[0])
+    name = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
+    assert wait_until(lambda: name in [m.model for m in client.ps().models], timeout=30)
