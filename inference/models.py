@@ -301,3 +301,35 @@ class Invite(models.Model):
 
     def __str__(self) -> str:
         return self.note or f"invite {self.id}"
+
+
+class EmbeddingBatch(models.Model):
+    """One embeddings request (/v1/embeddings, /api/embed): its inputs' count, tokens and phases.
+    The texts and vectors are not kept: the client has them, and the dashboard needs only sizes."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        DONE = "done"
+        ERROR = "error"  # refused by the worker (an input past the context with truncate off), or it failed
+        INTERRUPTED = "interrupted"  # no worker answered in time
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="embedding_batches")
+    client = models.CharField(max_length=32, default="api")  # the API client's name, as on Generation
+    model_name = models.CharField(max_length=255)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    inputs = models.PositiveIntegerField()
+    prompt_tokens = models.PositiveIntegerField(null=True)
+    queue_ms = models.FloatField(null=True)  # arrival at the web server to a worker starting it
+    load_ms = models.FloatField(null=True)  # the model loading, when this batch had to load it
+    compute_ms = models.FloatField(null=True)  # tokenizing and encoding every input
+    e2e_ms = models.FloatField(null=True)  # arrival to the answer, as the web server saw it
+    t_arrive_ns = models.BigIntegerField()
+    worker = models.CharField(max_length=255, blank=True)
+    error_message = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"embedding batch {self.id} ({self.status})"

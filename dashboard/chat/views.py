@@ -48,7 +48,7 @@ def chat(request: HttpRequest, conversation_id: int | None = None) -> HttpRespon
         "settings": (conversation or Conversation()).settings(),
         "defaults": {**selectors.settings_defaults(), "model": known.default},
         # The models a chat can use: the default first; "held": a worker holds it now.
-        "models": [{"name": n, "alias": known.alias(n), "held": known.held(n)} for n in known.names],
+        "models": [{"name": n, "alias": known.alias(n), "held": known.held(n)} for n in known.chat_names],
         "system_prompt_chars": SYSTEM_PROMPT_CHARS,
         "presets": selectors.preset_list(user=request.user),
     }

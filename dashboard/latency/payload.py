@@ -24,7 +24,7 @@ from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 
 from dashboard.latency import text
 from inference import probe, redis_client, selectors
-from inference.models import Generation, Message
+from inference.models import EmbeddingBatch, Generation, Message
 from inference.worker import registry
 
 log = logging.getLogger(__name__)
@@ -130,6 +130,20 @@ def generations(filters: Filters) -> QuerySet[Generation]:
     if filters.model:
         qs = qs.filter(model_name=filters.model)
     return qs
+
+
+def embedding_rows(*, filters: Filters, viewer) -> list[dict]:
+    """The embeddings requests in range, as plain data: every person's for staff, else the
+    viewer's own (how much someone embeds says what they are building)."""
+    qs = EmbeddingBatch.objects.all()
+    if filters.since is not None:
+        qs = qs.filter(created_at__gte=filters.since)
+    if filters.model:
+        qs = qs.filter(model_name=filters.model)
+    if not (viewer.is_staff or viewer.is_superuser):
+        qs = qs.filter(user=viewer)
+    fields = ("model_name", "status", "inputs", "prompt_tokens", "compute_ms", "e2e_ms")
+    return list(qs.order_by("-id").values(*fields)[:MAX_ROWS])
 
 
 def model_names() -> list[str]:

@@ -247,3 +247,26 @@ def interference_spans(row: dict, steps: Iterable[dict], merge_gap_s: float = 0.
         else:
             spans.append([start, end, step["prefill"]])
     return [(s, e, n) for s, e, n in spans]
+
+
+def embedding_summary(rows: Sequence[dict]) -> list[dict]:
+    """Per embedding model: requests, inputs and tokens embedded, the median request's time,
+    and tokens per second of encoding (the finished requests')."""
+    out = []
+    for model in sorted({r["model_name"] for r in rows}):
+        mine = [r for r in rows if r["model_name"] == model]
+        done = [r for r in mine if r["status"] == "done"]
+        tokens = sum(r["prompt_tokens"] or 0 for r in done)
+        compute_ms = sum(finite(r["compute_ms"] for r in done))
+        out.append(
+            {
+                "model": model,
+                "requests": len(mine),
+                "done": len(done),
+                "inputs": sum(r["inputs"] for r in done),
+                "tokens": tokens,
+                "e2e_p50_ms": median(r["e2e_ms"] for r in done),
+                "tokens_per_s": tokens / compute_ms * 1000 if compute_ms > 0 else None,
+            }
+        )
+    return out

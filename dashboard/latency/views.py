@@ -121,6 +121,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "payload": data,
         "policies": POLICIES,  # staff switch between them live, from the Engine steps panel
         "usage_today": _usage_today() if request.user.is_staff else None,
+        "embeddings": stats.embedding_summary(payload.embedding_rows(filters=filters, viewer=request.user)),
     }
     return render(request, "latency/dashboard.html", context)
 

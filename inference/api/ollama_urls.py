@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from django.urls import path
 
-from inference.api import ollama_views
+from inference.api import embedding_views, ollama_views
 
 urlpatterns = [
     path("chat", ollama_views.chat, name="ollama_chat"),
     path("generate", ollama_views.generate, name="ollama_generate"),
+    path("embed", embedding_views.ollama_embed, name="ollama_embed"),
+    path("embeddings", embedding_views.ollama_embeddings, name="ollama_embeddings"),
     path("tags", ollama_views.tags, name="ollama_tags"),
     path("ps", ollama_views.ps, name="ollama_ps"),
     path("show", ollama_views.show, name="ollama_show"),

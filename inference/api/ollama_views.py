@@ -105,6 +105,8 @@ def _running() -> dict:
                     else NEVER
                 )
                 loaded.setdefault(engine["model"], expires)
+        for name in status.get("embedders") or []:
+            loaded.setdefault(name, NEVER)  # an embedding model stays loaded once it is
     context = EngineConfig.current().context or settings.HOMEAI_CONTEXT
     models = []
     for name, expires in loaded.items():
@@ -135,8 +137,8 @@ def _show(request: HttpRequest) -> dict:
         "template": template if isinstance(template, str) else "",
         "details": item["details"],
         "model_info": model_info,
-        # Tools work with any model here: a grammar makes the call parse (engine/grammar.py).
-        "capabilities": ["completion", "tools"],
+        # Tools work with any chat model here: a grammar makes the call parse (engine/grammar.py).
+        "capabilities": ["embedding"] if info and info.kind == model_library.EMBEDDING else ["completion", "tools"],
         "modified_at": item["modified_at"],
     }
 

@@ -31,7 +31,7 @@ from inference.api import protocol
 from inference.api.auth import api_user, authenticate, metrics_token_ok
 from inference.api.protocol import ApiError
 from inference.api.relay import GenerationEvents, final_event
-from inference.catalog import Catalog, catalog
+from inference.catalog import Catalog, catalog, embedding_model_message
 from inference.engine.tools import parse_calls
 from inference.errors import ClientError
 from inference.metrics import exposition
@@ -71,6 +71,8 @@ def queue_answer(request: HttpRequest, parse, *, keyless: bool = False) -> tuple
     state = serving_state()
     req = parse(data, state.spellings)
     model_name = state.spellings[req.model]
+    if state.embeds(model_name):
+        raise ApiError(400, embedding_model_message(req.model), code="embedding_model", param="model")
     if not state.workers:
         raise ApiError(
             503,

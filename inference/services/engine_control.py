@@ -19,6 +19,10 @@ def engine_config_set(*, model_name: str, context: int | None, threads: int | No
         )
     if not model.usable:
         raise ClientError("model_unusable", f"{model.name} cannot be used: {model.problem}", field="model")
+    if model.kind == model_library.EMBEDDING:
+        raise ClientError(
+            "embedding_model", f"{model.name} is an embedding model: it cannot write the chats' answers.", field="model"
+        )
     if context is not None and model.context_length and context > model.context_length:
         raise ClientError(
             "bad_request",

@@ -207,11 +207,11 @@ def generation_create_api(
 def _check_room(user) -> None:
     """The one check every new answer passes, from the chat and the API alike: the person's
     daily limits, then room in the line. Refused, no row is written and nothing starts."""
-    _check_daily_limits(user)
+    check_daily_limits(user)
     _check_waiting_limit(user)
 
 
-def _check_daily_limits(user) -> None:
+def check_daily_limits(user) -> None:
     account = Account.objects.filter(user=user).first()
     if account is None or (account.answers_per_day is None and account.tokens_per_day is None):
         return

@@ -14,7 +14,7 @@ from django.conf import settings
 
 from inference import broadcast, events, model_library, probe, redis_client
 from inference.outage import OutageLog
-from inference.worker import queues, registry, runtime, stream
+from inference.worker import embedder, queues, registry, runtime, stream
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,7 @@ def status() -> dict:
         "answers": stream.in_flight(),
         "models": _models,
         "engines": [dict(e.status(), keep_alive_until=runtime.keep_alive_until(e)) for e in built],
+        "embedders": embedder.loaded(),  # the embedding models it holds loaded (not engines)
     }
     if engine is None:
         base.update(loaded=False, model=runtime.default_model(), running=0, waiting=0)

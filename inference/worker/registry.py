@@ -16,6 +16,7 @@ from homeai.celery import app
 from inference import redis_client
 
 GENERATE_TASK = "inference.generate"
+EMBED_TASK = "inference.embed"
 DEMO_DOCUMENT_TASK = "inference.demo_document"
 LOAD_TASK = "inference.load_model"
 
@@ -77,6 +78,33 @@ def request_unload(model_name: str) -> None:
 def unload_requests() -> dict[str, int]:
     """The unload counters: model file -> requests so far."""
     return {name.decode(): int(count) for name, count in redis_client.client().hgetall(redis_client.UNLOAD_KEY).items()}
+
+
+def send_embedding(batch_id: int, model_name: str, texts: list[str], truncate: bool, *, expires_s: float) -> None:
+    """Ask a worker holding the embedding model for the texts' vectors (the texts travel in the
+    task: they are not stored). A task no worker took within expires_s is dropped: its request
+    has been answered with a timeout by then."""
+    app.send_task(EMBED_TASK, args=(batch_id, texts, truncate), queue=model_queue(model_name), expires=expires_s)
+
+
+def embedding_reply_key(batch_id: int) -> str:
+    return f"homeai:embedding:{batch_id}"
+
+
+def reply_embedding(batch_id: int, reply: dict) -> None:
+    """The worker's answer to one embeddings request, for the web process that waits on it."""
+    key = embedding_reply_key(batch_id)
+    pipe = redis_client.client().pipeline()
+    pipe.rpush(key, json.dumps(reply))
+    pipe.expire(key, 60)  # the waiting request takes it within a second or two; nobody else will
+    pipe.execute()
+
+
+def take_embedding_reply(batch_id: int, wait_s: int) -> dict | None:
+    """The worker's answer, waiting up to wait_s seconds for it (kept below the Redis client's
+    socket timeout: a caller waits longer by asking again)."""
+    found = redis_client.client().blpop([embedding_reply_key(batch_id)], timeout=wait_s)
+    return None if found is None else json.loads(found[1])
 
 
 def announce_models(models: list[dict]) -> None:

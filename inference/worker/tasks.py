@@ -11,7 +11,7 @@ from django.conf import settings
 
 from inference import model_library, probe
 from inference.services import demo
-from inference.worker import heartbeat, queues, registry, runtime, stream
+from inference.worker import embedder, heartbeat, queues, registry, runtime, stream
 
 
 # Acknowledged when it starts: the database, not the broker, knows whether an answer ran.
@@ -26,6 +26,11 @@ def generate(generation_id: int) -> None:
 @shared_task(name=registry.LOAD_TASK, ignore_result=True)
 def load_model(model_name: str, keep_alive_s: float | None = None) -> None:
     runtime.preload(model_name, keep_alive_s)
+
+
+@shared_task(name=registry.EMBED_TASK, ignore_result=True)
+def embed(batch_id: int, texts: list[str], truncate: bool) -> None:
+    embedder.batch_run(batch_id=batch_id, texts=texts, truncate=truncate)
 
 
 @shared_task(name=registry.DEMO_DOCUMENT_TASK, ignore_result=True)

@@ -368,3 +368,11 @@ def test_a_chat_picks_its_model_by_any_of_its_names_and_an_unknown_one_is_refuse
     default = generation_create(user=alice, conversation_id=generation.conversation_id, text="Hm")
     assert default.model_name == settings.HOMEAI_MODEL_PATH.name
     factories.finish(default)
+
+
+def test_a_chat_cannot_pick_an_embedding_model(alice):
+    with pytest.raises(ClientError) as refused:
+        generation_create(user=alice, conversation_id=None, text="Hi", settings={"model": "all-minilm"})
+    assert refused.value.code == "embedding_model" and refused.value.field == "model"
+    assert "all-minilm is an embedding model" in refused.value.message
+    assert not Conversation.objects.exists()

@@ -9,7 +9,10 @@ from inference.model_library import ensure_bundled_models
 
 
 class Command(BaseCommand):
-    help = "Write the bundled models (SmolLM2-135M-Instruct, Gemma 3 270M) into the models directory if missing."
+    help = (
+        "Write the bundled models (SmolLM2-135M-Instruct, Gemma 3 270M, all-MiniLM-L6-v2 for embeddings) "
+        "into the models directory if missing."
+    )
 
     def handle(self, *args, **options) -> None:
         ensure_bundled_models()

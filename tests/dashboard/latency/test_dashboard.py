@@ -25,7 +25,7 @@ from dashboard.latency import figures, payload, stats
 from dashboard.latency.consumers import DashboardConsumer
 from dashboard.latency.views import csv_value
 from inference import probe, redis_client
-from inference.models import Generation
+from inference.models import EmbeddingBatch, Generation
 from tests.factories import finished_generation
 from tests.support import launch_chromium, session_cookie, wait_until
 
@@ -124,6 +124,26 @@ def test_an_empty_dashboard_renders_and_says_what_is_missing(as_user):
     assert data["rows"] == [] and data["selected"] is None and data["fit"] is None
     assert any("No finished answers" in s for s in data["why"]["sentences"])
     assert as_user("alice").get("/dashboard/data.json").status_code == 200
+
+
+def test_embeddings_show_in_their_own_panel_each_persons_own_and_all_to_staff(as_user, people):
+    model = "all-MiniLM-L6-v2.F16.gguf"
+    for who, inputs, e2e_ms in (("alice", 3, 40.0), ("alice", 1, 20.0), ("bob", 32, 900.0)):
+        EmbeddingBatch.objects.create(
+            user=people[who], model_name=model, status="done", inputs=inputs, prompt_tokens=10 * inputs,
+            compute_ms=5.0 * inputs, e2e_ms=e2e_ms, t_arrive_ns=time.time_ns(),
+        )  # fmt: skip
+    EmbeddingBatch.objects.create(user=people["bob"], model_name=model, status="error", inputs=2, t_arrive_ns=1)
+
+    alices = as_user("alice").get("/dashboard/")
+    (own,) = alices.context["embeddings"]
+    assert own == {
+        "model": model, "requests": 2, "done": 2, "inputs": 4, "tokens": 40, "e2e_p50_ms": 30.0, "tokens_per_s": 2000.0
+    }  # fmt: skip
+    assert 'id="embeddings-table"' in body(alices)
+    (everyone,) = as_user("admin").get("/dashboard/").context["embeddings"]
+    assert (everyone["requests"], everyone["done"], everyone["inputs"], everyone["e2e_p50_ms"]) == (4, 3, 36, 40.0)
+    assert 'id="embeddings-table"' not in body(as_user("alice").get("/dashboard/?range=1h&model=other.gguf"))
 
 
 def test_a_user_sees_no_one_elses_text_on_dashboard_detail_or_export(as_user, stored):

@@ -31,6 +31,40 @@ def test_the_bundled_model_is_described_without_loading_it(bundled_model):
     assert info.size_bytes == bundled_model.stat().st_size
 
 
+@pytest.mark.parametrize(
+    ("basename", "size_label", "alias"),
+    [
+        ("gemma-3", "270M", "gemma3:270m"),  # no hyphen before a number, as Ollama names it
+        ("SmolLM2", "135M", "smollm2:135m"),
+        ("all-minilm", "22M", "all-minilm:22m"),  # a hyphen between words stays
+        ("Qwen2.5-Coder", "7B", "qwen2.5-coder:7b"),
+        ("Llama-3.2", None, "llama3.2:latest"),
+        ("-odd-", "", "odd:latest"),
+        ("", "1B", ""),
+    ],
+)
+def test_a_models_alias_is_ollamas_spelling_of_its_basename_and_size(basename, size_label, alias):
+    assert model_library.short_name(basename, size_label) == alias
+
+
+def test_a_chat_model_is_no_embedding_model_and_the_bundled_embedder_is_one(bundled_model):
+    assert model_library.inspect(bundled_model).kind == model_library.CHAT
+    assert model_library.inspect(settings.BUNDLED_EMBEDDING_MODEL_PATH).kind == model_library.EMBEDDING
+    assert model_library.kind_of({"qwen3.pooling_type": 3}, "qwen3") == model_library.EMBEDDING
+    assert model_library.kind_of({"qwen3.pooling_type": 0}, "qwen3") == model_library.CHAT
+
+
+def test_staff_cannot_make_the_embedding_model_the_chats_model(db, bundled_models):
+    name = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("admin", password="x" * 12))
+    page = client.get("/models/").content.decode()
+    radio = page[page.index(f'value="{name}"') :]
+    assert radio[: radio.index(">")].split()[-1] == "disabled"
+    refused = client.post("/models/", {"model": name}, follow=True).content.decode()
+    assert f"{name} is an embedding model" in refused
+
+
 def test_a_corrupt_file_is_listed_as_unusable_with_the_reason(tmp_path):
     (tmp_path / "broken.gguf").write_bytes(b"definitely not a model" * 50)
     (tmp_path / "notes.txt").write_text("ignored: not a .gguf")

@@ -1,0 +1,169 @@
+"""Embeddings: /v1/embeddings, /api/embed and /api/embeddings.
+
+A request is checked and recorded (an EmbeddingBatch) in one trip to a thread, its texts go to
+a worker holding the embedding model (a Celery task on the model's queue), and the view waits
+for the worker's reply on a Redis list of its own, a short blocking read at a time in a thread,
+so the event loop is never blocked and a client that goes away ends the wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+import redis
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from homeai.arrival import arrived_ns
+from inference import model_library
+from inference.api import embeddings, ollama, protocol
+from inference.api.auth import authenticate
+from inference.api.embeddings import EmbeddingRequest
+from inference.api.protocol import ApiError, check_model
+from inference.api.views import _patient, read_body, serving_state
+from inference.catalog import Catalog
+from inference.errors import ClientError
+from inference.services import embeddings as embedding_service
+from inference.worker import registry
+
+WAIT_S = 300  # how long a request waits for a worker's vectors before its 504
+READ_S = 2  # one blocking read of the reply (below the Redis client's 5 s socket timeout)
+
+
+@dataclass(frozen=True)
+class Embedded:
+    req: EmbeddingRequest
+    model: str  # as the response names it: the client's spelling, or the default's alias
+    vectors: list[str]  # little-endian float32, base64, one per input
+    prompt_tokens: int
+    total_ms: float
+    load_ms: float
+
+
+def embedding_model(state: Catalog, spelling: str | None, listing: str) -> tuple[str, str]:
+    """The embedding model's file and the name a response gives it: the one asked for, or the
+    bundled one. A chat model is refused by name (this server embeds with embedding models only)."""
+    if spelling is None:
+        name = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
+        return name, state.alias(name) or name
+    name = state.spellings[check_model({"model": spelling}, state.spellings, listing)]
+    if state.described.get(name, {}).get("kind") != model_library.EMBEDDING:
+        raise ApiError(
+            400,
+            f"{spelling} is a chat model, which gives text, not embeddings; name an embedding model "
+            f"such as {state.alias(settings.BUNDLED_EMBEDDING_MODEL_PATH.name) or 'all-minilm'}.",
+            code="not_an_embedding_model",
+            param="model",
+        )
+    return name, spelling
+
+
+def _accept(request: HttpRequest, parse, listing: str, keyless: bool):
+    """Key, body, model, row and task, in the order of the other endpoints: a bad key is a 401
+    whatever the body, a bad body a 400, an unknown model a 404, no worker a 503."""
+    user = authenticate(request, keyless=keyless)
+    req = parse(read_body(request))
+    state = serving_state()
+    name, shown = embedding_model(state, req.model, listing)
+    embeddings.check_dimensions(req, name, state.described.get(name, {}).get("embedding_length") or 0)
+    if not state.held(name):
+        raise ApiError(
+            503, f"No worker that holds {name} is running right now; retry once one has started.", code="no_worker"
+        )
+    try:
+        batch = embedding_service.embedding_batch_create(
+            user=user,
+            client=protocol.client_name(request.headers),
+            model_name=name,
+            inputs=len(req.texts),
+            t_arrive_ns=arrived_ns(request),
+        )
+    except ClientError as exc:
+        raise protocol.from_client_error(exc) from None
+    registry.send_embedding(batch.id, name, req.texts, req.truncate, expires_s=WAIT_S)
+    return req, shown, batch
+
+
+async def _reply(batch_id: int) -> dict:
+    """The worker's reply; the batch interrupted when none comes in time or the client leaves."""
+    deadline = time.monotonic() + WAIT_S
+    try:
+        while time.monotonic() < deadline:
+            reply = await asyncio.to_thread(registry.take_embedding_reply, batch_id, READ_S)
+            if reply is not None:
+                return reply
+    except BaseException:
+        await database_sync_to_async(embedding_service.embedding_batch_interrupt)(batch_id=batch_id)
+        raise
+    await database_sync_to_async(embedding_service.embedding_batch_interrupt)(batch_id=batch_id)
+    raise ApiError(504, f"No worker embedded these inputs within {WAIT_S} s; retry later.", code="timeout")
+
+
+async def embed(request: HttpRequest, parse, *, listing: str, keyless: bool) -> Embedded:
+    """One embeddings request, from its body to the worker's vectors; ApiError when refused."""
+    if request.method != "POST":
+        raise ApiError(405, "Use POST for this endpoint.", code="method_not_allowed")
+    try:
+        req, shown, batch = await _patient(lambda: database_sync_to_async(_accept)(request, parse, listing, keyless))
+        reply = await _reply(batch.id)
+    except redis.RedisError:
+        down = "The message queue (Redis) is unreachable; retry in a moment."
+        raise ApiError(503, down, code="unavailable") from None
+    if reply["status"] != 200:
+        raise ApiError(reply["status"], reply["message"], code=reply["code"], param="input")
+    total_ms = (time.time_ns() - batch.t_arrive_ns) / 1e6
+    await database_sync_to_async(embedding_service.embedding_batch_answered)(batch_id=batch.id, e2e_ms=total_ms)
+    return Embedded(
+        req=req,
+        model=shown,
+        vectors=reply["vectors"],
+        prompt_tokens=reply["prompt_tokens"],
+        total_ms=total_ms,
+        load_ms=reply["load_ms"],
+    )
+
+
+def _with_allow(response: HttpResponse, exc: ApiError) -> HttpResponse:
+    if exc.status == 405:
+        response["Allow"] = "POST"
+    return response
+
+
+@csrf_exempt
+async def openai_embeddings(request: HttpRequest) -> HttpResponse:
+    try:
+        done = await embed(request, embeddings.parse_openai, listing="GET /v1/models", keyless=False)
+    except ApiError as exc:
+        return _with_allow(exc.response(), exc)
+    return JsonResponse(embeddings.openai_body(done.req, done.model, done.vectors, done.prompt_tokens))
+
+
+async def _ollama(request: HttpRequest, parse, shape) -> HttpResponse:
+    try:
+        done = await embed(request, parse, listing=ollama.LISTING, keyless=True)
+    except ApiError as exc:
+        return _with_allow(ollama.error_response(exc), exc)
+    return JsonResponse(shape(done))
+
+
+@csrf_exempt
+async def ollama_embed(request: HttpRequest) -> HttpResponse:
+    return await _ollama(
+        request,
+        embeddings.parse_ollama_embed,
+        lambda done: embeddings.ollama_embed_body(
+            done.model, done.vectors, done.prompt_tokens, total_ms=done.total_ms, load_ms=done.load_ms
+        ),
+    )
+
+
+@csrf_exempt
+async def ollama_embeddings(request: HttpRequest) -> HttpResponse:
+    """Ollama's first embeddings endpoint (one prompt), which its clients' embeddings() still call."""
+    return await _ollama(
+        request, embeddings.parse_ollama_embeddings, lambda done: {"embedding": embeddings.floats(done.vectors[0])}
+    )

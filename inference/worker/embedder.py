@@ -1,0 +1,131 @@
+"""This worker's embedding models: one llama.cpp context per model, loaded on its first batch
+and kept, used by one batch at a time (a llama.cpp context is not thread-safe; a batch of inputs
+is encoded together in as few decodes as fit, so one at a time loses little)."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+import llama_cpp
+import numpy as np
+from django.conf import settings
+
+from inference import model_library
+from inference.models import EngineConfig
+from inference.services import embeddings
+from inference.worker import registry
+
+log = logging.getLogger(__name__)
+_contexts: dict[str, llama_cpp.Llama] = {}
+_lock = threading.Lock()
+
+
+class InputTooLong(ValueError):
+    """An input is longer than the model reads, and the request asked not to cut it."""
+
+
+@dataclass(frozen=True)
+class Embedded:
+    vectors: list[list[float]]  # unit length, one per input, in order
+    prompt_tokens: int  # every input's tokens, [CLS] and [SEP] included, after truncation
+    started_ns: int  # wall clock when this batch's turn came (after any batch before it)
+    load_ms: float  # loading the model (0.0 when it was loaded already)
+    compute_ms: float
+
+
+def _threads() -> int:
+    chosen = EngineConfig.current().threads
+    threads = settings.HOMEAI_THREADS if chosen is None else chosen
+    return threads or os.cpu_count() or 1
+
+
+def _load(model_name: str) -> llama_cpp.Llama:
+    """The model's context: its whole trained context in one batch, so an input of any length
+    up to it is encoded in one decode, and short ones share a decode."""
+    path = model_library.path_of(model_name)
+    n_ctx = model_library.inspect(path).context_length or 512
+    threads = _threads()
+    return llama_cpp.Llama(
+        str(path),
+        embedding=True,
+        n_ctx=n_ctx,
+        n_batch=n_ctx,
+        n_ubatch=n_ctx,
+        n_threads=threads,
+        n_threads_batch=threads,
+        n_gpu_layers=settings.HOMEAI_GPU_LAYERS,
+        verbose=False,
+    )
+
+
+def embed(model_name: str, texts: list[str], *, truncate: bool) -> Embedded:
+    """Unit vectors of texts; an input past the model's context is cut to it (truncate), or
+    refused with InputTooLong naming the input and the limit."""
+    with _lock:
+        started_ns = time.time_ns()
+        started = time.perf_counter()
+        context = _contexts.get(model_name)
+        cold = context is None
+        if context is None:
+            context = _contexts[model_name] = _load(model_name)
+        loaded = time.perf_counter()
+        limit = context.n_ctx()
+        if not truncate:
+            for index, text in enumerate(texts):
+                n_tokens = len(context.tokenize(text.encode("utf-8")))
+                if n_tokens > limit:
+                    raise InputTooLong(
+                        f"Input {index} is {n_tokens:,} tokens; {model_name} reads at most {limit:,}. "
+                        "Shorten it, or send truncate: true to embed its first part."
+                    )
+        vectors, prompt_tokens = context.embed(texts, normalize=True, truncate=True, return_count=True)
+        done = time.perf_counter()
+    return Embedded(
+        vectors=vectors,
+        prompt_tokens=prompt_tokens,
+        started_ns=started_ns,
+        load_ms=(loaded - started) * 1000 if cold else 0.0,
+        compute_ms=(done - loaded) * 1000,
+    )
+
+
+def loaded() -> list[str]:
+    """The embedding models this worker holds loaded (its heartbeat lists them)."""
+    return sorted(_contexts)
+
+
+def batch_run(*, batch_id: int, texts: list[str], truncate: bool) -> None:
+    """One embeddings request: claimed, embedded, its row ended, and its reply (the vectors as
+    little-endian float32, base64: a third of JSON numbers' size) pushed to the waiting request."""
+    batch = embeddings.embedding_batch_claim(batch_id=batch_id, worker=registry.worker_name())
+    if batch is None:
+        return
+    try:
+        result = embed(batch.model_name, texts, truncate=truncate)
+    except InputTooLong as exc:
+        embeddings.embedding_batch_fail(batch_id=batch_id, message=str(exc))
+        registry.reply_embedding(batch_id, {"status": 400, "code": "input_too_long", "message": str(exc)})
+        return
+    except Exception:
+        log.exception("embedding batch %s failed", batch_id)
+        message = "The worker failed while embedding these inputs; its log says why."
+        embeddings.embedding_batch_fail(batch_id=batch_id, message=message)
+        registry.reply_embedding(batch_id, {"status": 500, "code": "internal_error", "message": message})
+        return
+    embeddings.embedding_batch_finish(
+        batch_id=batch_id,
+        prompt_tokens=result.prompt_tokens,
+        queue_ms=max(result.started_ns - batch.t_arrive_ns, 0) / 1e6,
+        load_ms=result.load_ms,
+        compute_ms=result.compute_ms,
+    )
+    vectors = [base64.b64encode(np.asarray(v, dtype="<f4").tobytes()).decode("ascii") for v in result.vectors]
+    registry.reply_embedding(
+        batch_id,
+        {"status": 200, "vectors": vectors, "prompt_tokens": result.prompt_tokens, "load_ms": result.load_ms},
+    )
