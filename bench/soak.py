@@ -15,12 +15,23 @@ What it reports: every answer's end (done, cancelled, interrupted with its text,
 answers lost (no end seen by the client) and stuck (still queued or running in the database
 after the drain), the API's status codes, and per minute the p50 and p99 of TTFT and of the
 gaps between tokens, as the clients saw them.
+
+The household mode is the same people without the faults and the API client, as a home uses
+it: each keeps one conversation going, one message at a time, answers capped at 48 tokens:
+
+    python manage.py bench_soak --household --minutes 5 --users 8
+
+Its report adds, over all answers, TTFT p50/p90/p99 as the clients saw it, and from the
+Generation rows the time queued, the prefill, the prompt's tokens and how many of them came
+from a slot's cache or a restored conversation; and the box's load average over the window
+(it counts this HomeAI's own worker too).
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import random
 import signal
 import statistics
@@ -52,6 +63,7 @@ PROMPTS = [
     "List four board games for a family evening.",
 ]
 THINK_S = (5.0, 15.0)  # a person reads the answer and types the next message
+HOUSEHOLD_MAX_TOKENS = (48,)  # the household's answers: a short reply each
 SILENT_S = 3.0  # as the page: unfinished answers silent this long, ask chat.sync
 DRAIN_S = 180.0  # after the window, how long answers in flight may take to end
 
@@ -75,6 +87,9 @@ class Soak:
     answers: list[Answer] = field(default_factory=list)
     api_statuses: dict[int, int] = field(default_factory=dict)
     faults: list[tuple[float, str]] = field(default_factory=list)
+    max_tokens: tuple[int, ...] = (32, 64, 96)
+    load: list[float] = field(default_factory=list)  # the 1-minute load average, sampled
+    load_5min: float | None = None  # the 5-minute load average as the window closes
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, answer: Answer) -> None:
@@ -120,7 +135,7 @@ def _person(stack, user, soak: Soak, stop_at: float, seed: int) -> None:
                     "type": "chat.send",
                     "conversation": conversation,
                     "text": rng.choice(PROMPTS),
-                    "max_tokens": rng.choice([32, 64, 96]),
+                    "max_tokens": rng.choice(soak.max_tokens),
                 }
             )
             while answer.generation is None:
@@ -194,6 +209,13 @@ def _faults(stack, soak: Soak, start: float, redis_at: float, kill_at: float) ->
     soak.faults.append((time.monotonic() - start, "worker restarted"))
 
 
+def _sample_load(soak: Soak, stop_at: float) -> None:
+    """The box is shared: its load average over the window says what the figures are worth."""
+    while time.monotonic() < stop_at:
+        soak.load.append(os.getloadavg()[0])
+        time.sleep(10)
+
+
 def _pct(values: list[float], p: float) -> float | None:
     if not values:
         return None
@@ -201,7 +223,39 @@ def _pct(values: list[float], p: float) -> float | None:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-def report(soak: Soak, start: float, stuck: int, server_status: dict[str, int], interrupted_empty: int) -> dict:
+def _spread(values: list[float]) -> dict:
+    return {"p50": _pct(values, 50), "p90": _pct(values, 90), "p99": _pct(values, 99), "n": len(values)}
+
+
+def served(rows: list[dict]) -> dict:
+    """What the Generation rows say of the answers: where the time to first token went (queued,
+    prefill) and how much of each prompt was read again rather than cached or restored."""
+    prompt = sum(r["prompt_tokens"] or 0 for r in rows)
+    cached = sum(r["cached_tokens"] or 0 for r in rows)
+    restored = sum(r["restored_tokens"] or 0 for r in rows)
+    return {
+        "queue_ms": _spread([r["queue_ms"] for r in rows if r["queue_ms"] is not None]),
+        "prefill_ms": _spread([r["prefill_ms"] for r in rows if r["prefill_ms"] is not None]),
+        "prompt_tokens": _spread([r["prompt_tokens"] for r in rows if r["prompt_tokens"] is not None]),
+        "cached_tokens": _spread([r["cached_tokens"] for r in rows if r["cached_tokens"] is not None]),
+        "restored_tokens": _spread([r["restored_tokens"] for r in rows if r["restored_tokens"] is not None]),
+        "answers_restored": sum(1 for r in rows if r["restored_tokens"]),
+        "prompt_tokens_cached_share": round(cached / prompt, 3) if prompt else None,
+        "prompt_tokens_restored_share": round(restored / prompt, 3) if prompt else None,
+    }
+
+
+def report(
+    soak: Soak,
+    start: float,
+    stuck: int,
+    server_status: dict[str, int],
+    interrupted_empty: int,
+    *,
+    rows: list[dict] = (),
+    api_client: bool = True,
+    slots: int | None = None,
+) -> dict:
     minutes = []
     for minute in range(int(soak.minutes + 0.999)):
         lo, hi = start + 60 * minute, start + 60 * (minute + 1)
@@ -222,7 +276,14 @@ def report(soak: Soak, start: float, stuck: int, server_status: dict[str, int], 
     for a in soak.answers:
         ends[a.status] = ends.get(a.status, 0) + 1
     return {
-        "config": {"minutes": soak.minutes, "users": soak.users, "api_clients": 1},
+        "config": {
+            "minutes": soak.minutes,
+            "users": soak.users,
+            "api_clients": int(api_client),
+            "max_tokens": list(soak.max_tokens),
+            "think_s": list(THINK_S),
+            "slots": slots,
+        },
         "faults": [{"at_s": round(t, 1), "what": what} for t, what in soak.faults],
         "answers": len(soak.answers),
         "ends_seen_by_clients": ends,
@@ -234,6 +295,13 @@ def report(soak: Soak, start: float, stuck: int, server_status: dict[str, int], 
         "api_5xx": sum(v for k, v in soak.api_statuses.items() if k >= 500),
         "per_minute": minutes,
         "ttft_p50_ms": statistics.median([a.ttft_s * 1000 for a in soak.answers if a.ttft_s is not None] or [0]),
+        "ttft_ms": _spread([a.ttft_s * 1000 for a in soak.answers if a.ttft_s is not None]),
+        "served": served(list(rows)),
+        "load_average": {
+            "mean_1min": round(statistics.mean(soak.load), 2) if soak.load else None,
+            "max_1min": max(soak.load, default=None),
+            "five_min_at_end": soak.load_5min,
+        },
     }
 
 
@@ -253,7 +321,16 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
-def run(*, minutes: float, users: int, redis_restart_at: float | None, worker_kill_at: float | None, log=print) -> dict:
+def run(
+    *,
+    minutes: float,
+    users: int,
+    redis_restart_at: float | None,
+    worker_kill_at: float | None,
+    household: bool = False,
+    log=print,
+) -> dict:
+    """The soak; `household`: no faults and no API client, answers of 48 tokens."""
     window = minutes * 60
     redis_at = window * 0.3 if redis_restart_at is None else redis_restart_at
     kill_at = window * 0.6 if worker_kill_at is None else worker_kill_at
@@ -270,26 +347,31 @@ def run(*, minutes: float, users: int, redis_restart_at: float | None, worker_ki
         "DATABASE_URL": f"sqlite:///{database}",
         "SECRET_KEY": settings.SECRET_KEY,  # the sessions this process signs in are read there
     }
-    stack = Stack(scratch, env=env, name="soak")
+    stack = Stack(scratch, env=env, name="soak", concurrency=None)  # task threads as `make run` has them
     stack.start()
     people = [get_user_model().objects.create_user(f"person{i}", password="soak-password-1") for i in range(users)]
     out = io.StringIO()
     call_command("create_api_key", people[0].username, "--name", "soak", stdout=out)
     key = out.getvalue().strip()
     model = settings.HOMEAI_MODEL_PATH.name
-    log(f"soak: {users} people and an API client for {minutes:g} min; logs: {LOG_DIR}/soak-*.log")
+    who = f"{users} people" if household else f"{users} people and an API client"
+    log(f"soak: {who} for {minutes:g} min; logs: {LOG_DIR}/soak-*.log")
 
-    soak = Soak(minutes=minutes, users=users)
+    soak = Soak(minutes=minutes, users=users, max_tokens=HOUSEHOLD_MAX_TOKENS if household else (32, 64, 96))
     start = time.monotonic()
     stop_at = start + window
     threads = [
         threading.Thread(target=_person, args=(stack, user, soak, stop_at, i), daemon=True)
         for i, user in enumerate(people)
     ]
-    threads.append(threading.Thread(target=_api_client, args=(stack, key, model, soak, stop_at), daemon=True))
-    threads.append(threading.Thread(target=_faults, args=(stack, soak, start, redis_at, kill_at), daemon=True))
+    if not household:
+        threads.append(threading.Thread(target=_api_client, args=(stack, key, model, soak, stop_at), daemon=True))
+        threads.append(threading.Thread(target=_faults, args=(stack, soak, start, redis_at, kill_at), daemon=True))
+    threads.append(threading.Thread(target=_sample_load, args=(soak, stop_at), daemon=True))
     for t in threads:
         t.start()
+    time.sleep(max(0.0, stop_at - time.monotonic()))
+    soak.load_5min = os.getloadavg()[1]
     for t in threads:
         t.join(timeout=window + DRAIN_S + 120)
     deadline = time.monotonic() + DRAIN_S
@@ -301,12 +383,18 @@ def run(*, minutes: float, users: int, redis_restart_at: float | None, worker_ki
         server_status[status] = server_status.get(status, 0) + 1
     # An interrupted answer's text is in the database (its error event carries none).
     interrupted_empty = Generation.objects.filter(status=Generation.Status.INTERRUPTED, message__content="").count()
+    rows = list(
+        Generation.objects.values("queue_ms", "prefill_ms", "prompt_tokens", "cached_tokens", "restored_tokens")
+    )
+    slots = stack.worker_slots()
     stack.stop()
-    return report(soak, start, stuck, server_status, interrupted_empty)
+    return report(
+        soak, start, stuck, server_status, interrupted_empty, rows=rows, api_client=not household, slots=slots
+    )
 
 
-def write(result: dict, out_dir: Path) -> Path:
+def write(result: dict, out_dir: Path, name: str = "soak.json") -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "soak.json"
+    path = out_dir / name
     path.write_text(json.dumps(result, indent=2))
     return path

@@ -4,7 +4,7 @@
 #   web            apply migrations (unless HOMEAI_MIGRATE_ON_START=0), make sure the model file
 #                  exists, then serve HTTP and WebSockets with daphne on $PORT (default 8000)
 #   worker         make sure the model file exists, then run a Celery worker
-#                  (HOMEAI_SLOTS threads, queue HOMEAI_QUEUE)
+#                  (a task thread per slot, as the settings size them; queue HOMEAI_QUEUE)
 #   init           migrations, then the model: what the compose file's one-shot service runs,
 #                  so that web and worker start against a ready database and model
 #   migrate        apply database migrations and exit
@@ -216,7 +216,7 @@ case "$cmd" in
   worker)
     require_writable_data
     prepare_model
-    exec celery -A homeai worker -P threads -c "${HOMEAI_SLOTS:-4}" -Q "${HOMEAI_QUEUE:-homeai}" \
+    exec celery -A homeai worker -P threads -Q "${HOMEAI_QUEUE:-homeai}" \
       --without-gossip --without-mingle --loglevel "${LOG_LEVEL:-INFO}" "$@"
     ;;
   init)

@@ -55,6 +55,18 @@ def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int
     return value
 
 
+def env_auto_int(name: str, *, minimum: int | None = None, maximum: int | None = None) -> int | None:
+    """A whole number from NAME, or None for "auto" (and unset): the app works it out."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip().lower() in ("", "auto"):
+        return None
+    try:
+        int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is neither a whole number nor auto.") from None
+    return env_int(name, 0, minimum=minimum, maximum=maximum)
+
+
 def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":

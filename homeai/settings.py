@@ -9,8 +9,9 @@ from pathlib import Path
 import plotly
 from django.core.exceptions import ImproperlyConfigured
 
-from homeai.env import database_config, env_bool, env_choice, env_float, env_int, env_list, env_str
+from homeai.env import database_config, env_auto_int, env_bool, env_choice, env_float, env_int, env_list, env_str
 from inference.engine.policies import POLICIES
+from inference.engine.sizing import MAX_AUTO_SLOTS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("HOMEAI_DATA_DIR", str(BASE_DIR / "data"))).resolve()
@@ -177,13 +178,19 @@ HOMEAI_CONTEXT = env_int("HOMEAI_CONTEXT", 4096, minimum=256, maximum=131072)
 HOMEAI_THREADS = env_int("HOMEAI_THREADS", 0, minimum=0, maximum=512)  # 0: one per core
 HOMEAI_BATCH = env_int("HOMEAI_BATCH", 512, minimum=16, maximum=8192)
 HOMEAI_GPU_LAYERS = env_int("HOMEAI_GPU_LAYERS", 0, minimum=-1)
-HOMEAI_SLOTS = env_int("HOMEAI_SLOTS", 4, minimum=1, maximum=64)
+# Sequences one worker's engine holds at once. "auto" (the default): as many as the model's KV
+# cache at HOMEAI_CONTEXT tokens each fits in its share of HOMEAI_MODELS_MEMORY_MB, up to
+# MAX_AUTO_SLOTS (inference/engine/sizing.py); a number: that many, whatever the model.
+HOMEAI_SLOTS = env_auto_int("HOMEAI_SLOTS", minimum=1, maximum=64)
 # Several models: a worker keeps up to this many loaded, within a memory budget (weights plus KV
 # cache, from each file's header), and unloads the least recently used to make room (Ollama's
 # OLLAMA_MAX_LOADED_MODELS). The budget defaults to half the machine's memory.
 HOMEAI_MAX_LOADED_MODELS = env_int("HOMEAI_MAX_LOADED_MODELS", 2, minimum=1, maximum=64)
 _HALF_MEMORY_MB = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**21
 HOMEAI_MODELS_MEMORY_MB = env_int("HOMEAI_MODELS_MEMORY_MB", _HALF_MEMORY_MB, minimum=64)
+# A worker's task threads: one per answer its engine can hold, so every slot can be busy. Celery
+# fixes them at start, before any model is read: auto sizing's largest count.
+CELERY_WORKER_CONCURRENCY = HOMEAI_SLOTS or MAX_AUTO_SLOTS
 # How long a model stays loaded after its last answer, in seconds, unless a request says
 # otherwise (Ollama's keep_alive); negative: until another model needs its place.
 HOMEAI_KEEP_ALIVE = env_float("HOMEAI_KEEP_ALIVE", -1.0)

@@ -5,7 +5,6 @@ cd "$(dirname "$0")/.."
 BIN=${VENV:-.venv}/bin
 HOST=${HOST:-0.0.0.0}
 PORT=${PORT:-8000}
-SLOTS=${HOMEAI_SLOTS:-4}
 
 scripts/ensure-redis.sh
 "$BIN/python" manage.py migrate --noinput
@@ -16,8 +15,9 @@ scripts/ensure-redis.sh
 supervise_worker() {
   local child=
   trap '[[ -n $child ]] && kill "$child" 2>/dev/null; wait; exit 0' TERM INT
+  # Its task threads come from the settings (CELERY_WORKER_CONCURRENCY: one per slot).
   while true; do
-    "$BIN/celery" -A homeai worker -P threads -c "$SLOTS" -Q "${HOMEAI_QUEUE:-homeai}" \
+    "$BIN/celery" -A homeai worker -P threads -Q "${HOMEAI_QUEUE:-homeai}" \
       --without-gossip --without-mingle --loglevel "${LOG_LEVEL:-INFO}" &
     child=$!
     wait "$child" && status=0 || status=$?

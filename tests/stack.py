@@ -12,6 +12,8 @@ from pathlib import Path
 
 import redis
 
+from inference import redis_client
+from inference.worker import registry
 from tests.support import BIN, ChatSocket, WorkerProcess, free_port, process_env, session_cookie, spawn, wait_until
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
@@ -55,12 +57,15 @@ class RedisServer:
 class Stack:
     """daphne and a worker on a Redis of their own; sockets, pages and /healthz against them."""
 
-    def __init__(self, directory: Path, env: dict | None = None, name: str = "fault"):
-        """env: over the test processes' environment (the soak runs on the app's own settings)."""
+    def __init__(self, directory: Path, env: dict | None = None, name: str = "fault", concurrency: int | None = 4):
+        """env: over the test processes' environment (the soak runs on the app's own settings);
+        concurrency: the worker's task threads (None: the settings' own)."""
         self.name = name
         self.redis = RedisServer(directory, log_name=f"{name}-redis")
         self.env = {"REDIS_URL": self.redis.url, "HOMEAI_CHANNEL_PREFIX": f"homeai-{name}", **(env or {})}
-        self.worker = WorkerProcess(env=self.env, redis=self.redis.client, log_name=f"{name}-worker")
+        self.worker = WorkerProcess(
+            concurrency=concurrency, env=self.env, redis=self.redis.client, log_name=f"{name}-worker"
+        )
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.web: subprocess.Popen | None = None
@@ -93,6 +98,12 @@ class Stack:
         """Stop Redis and start it again (empty)."""
         self.redis.stop()
         self.redis.start()
+
+    def worker_slots(self) -> int | None:
+        """The slots the worker's engine holds, as its heartbeat says (None before a model loads)."""
+        raw = self.redis.client.get(redis_client.worker_key(self.worker.name)) if self.worker.alive() else None
+        engines = registry.engines_of(json.loads(raw)) if raw else []
+        return engines[0].get("slots") if engines else None
 
     def socket(self, user) -> ChatSocket:
         return ChatSocket(self.url, session_cookie(user))

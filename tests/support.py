@@ -73,9 +73,10 @@ def spawn(name: str, argv: list[str], env: dict | None = None) -> subprocess.Pop
 class WorkerProcess:
     """A real `celery worker` process on the test queue; can be killed and started again."""
 
-    def __init__(self, concurrency: int = 4, env: dict | None = None, redis=None, log_name: str = "worker"):
+    def __init__(self, concurrency: int | None = 4, env: dict | None = None, redis=None, log_name: str = "worker"):
         """env: over the test environment (another Redis, say); redis: a client of the Redis
-        the worker beats to (the suite's own by default)."""
+        the worker beats to (the suite's own by default); concurrency None: the settings' own
+        task threads, as `make run` starts it."""
         self.concurrency = concurrency
         self.env = env or {}
         self.redis = redis
@@ -92,7 +93,8 @@ class WorkerProcess:
     def start(self, env_overrides: dict | None = None) -> None:
         env = process_env(**self.env)
         env.update(env_overrides or {})
-        argv = [str(BIN / "celery"), "-A", "homeai", "worker", "-P", "threads", "-c", str(self.concurrency)]
+        argv = [str(BIN / "celery"), "-A", "homeai", "worker", "-P", "threads"]
+        argv += ["-c", str(self.concurrency)] if self.concurrency else []
         argv += ["-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "--without-gossip", "--without-mingle"]
         argv += ["--without-heartbeat", "--loglevel", "INFO", "-n", f"test-{time.monotonic_ns()}@%h"]
         self.proc = spawn(self.log_name, argv, env)

@@ -396,11 +396,17 @@ def _props() -> dict:
                 "seed": settings.HOMEAI_SEED,
             },
         },
-        "total_slots": settings.HOMEAI_SLOTS * max(state.workers, 1),
+        "total_slots": sum(_worker_slots(status) for status in registry.live_workers().values()),
         "model_path": state.default,
         "modalities": {"vision": False, "audio": False},
         "build_info": "HomeAI",
     }
+
+
+def _worker_slots(status: dict) -> int:
+    """A worker's slots, as its heartbeat says (sized to its model); before its engine is built,
+    its task threads, the most it will hold."""
+    return status.get("slots") or settings.CELERY_WORKER_CONCURRENCY
 
 
 def _slots() -> list[dict]:
@@ -410,7 +416,7 @@ def _slots() -> list[dict]:
     out = []
     for status in registry.live_workers().values():
         running = status.get("running") or 0
-        for i in range(status.get("slots") or settings.HOMEAI_SLOTS):
+        for i in range(_worker_slots(status)):
             out.append({"id": len(out), "n_ctx": n_ctx, "is_processing": i < running, "model": status.get("model")})
     return out
 

@@ -21,6 +21,7 @@ from inference.engine.budget import StepCostModel
 from inference.engine.engine import Engine
 from inference.engine.runner import Runner, RunnerConfig
 from inference.engine.scheduler import Scheduler
+from inference.engine.sizing import Sizing, size_engine
 from inference.models import EngineConfig
 from inference.worker import registry
 
@@ -42,22 +43,36 @@ def default_model() -> str:
 
 def runner_config(model_name: str | None = None) -> RunnerConfig:
     """A model's engine settings: the environment's, under the model library's choice
-    (EngineConfig: context, threads, GPU layers for every model, the context never past what
-    the model was trained for)."""
+    (EngineConfig: context, threads, GPU layers for every model), with the slots and the
+    context per slot sized to the model (sizing.size_engine)."""
     chosen = EngineConfig.current()
     path = model_library.path_of(model_name or default_model())
-    context = chosen.context or settings.HOMEAI_CONTEXT
-    trained = model_library.inspect(path).context_length if path.is_file() else 0
+    size = engine_size(path, chosen.context or settings.HOMEAI_CONTEXT)
     return RunnerConfig(
         model_path=path,
-        n_ctx_seq=min(context, trained) if trained else context,
-        n_slots=settings.HOMEAI_SLOTS,
+        n_ctx_seq=size.context,
+        n_slots=size.slots,
         n_batch=settings.HOMEAI_BATCH,
         n_threads=settings.HOMEAI_THREADS if chosen.threads is None else chosen.threads,
         n_gpu_layers=settings.HOMEAI_GPU_LAYERS if chosen.gpu_layers is None else chosen.gpu_layers,
         kv_ram_bytes=settings.HOMEAI_KV_RAM_MB * 2**20,
         kv_disk_bytes=settings.HOMEAI_KV_DISK_MB * 2**20,
         kv_dir=kv_folder() / path.stem,
+    )
+
+
+def engine_size(path: Path, context: int) -> Sizing:
+    """A model's slots and context per slot: HOMEAI_SLOTS when set, else what its KV cache
+    costs beside its weights within its share of HOMEAI_MODELS_MEMORY_MB (the budget split
+    evenly among the HOMEAI_MAX_LOADED_MODELS it may be loaded with, so they fit together)."""
+    model = model_library.inspect(path) if path.is_file() else None
+    return size_engine(
+        kv_bytes_per_token=model.kv_bytes_per_token if model else 0,
+        weights_bytes=model.size_bytes if model else 0,
+        budget_bytes=settings.HOMEAI_MODELS_MEMORY_MB * 2**20 // settings.HOMEAI_MAX_LOADED_MODELS,
+        context=context,
+        trained_context=model.context_length if model else 0,
+        slots=settings.HOMEAI_SLOTS,
     )
 
 
@@ -93,7 +108,7 @@ def build_engine(model_name: str | None = None) -> Engine:
     runner = Runner(runner_config(model_name))
     scheduler = Scheduler(
         policy=settings.HOMEAI_POLICY,
-        n_slots=settings.HOMEAI_SLOTS,
+        n_slots=runner.config.n_slots,
         n_batch=settings.HOMEAI_BATCH,
         token_budget=settings.HOMEAI_TOKEN_BUDGET,
     )

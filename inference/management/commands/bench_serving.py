@@ -84,7 +84,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--threads", type=int, default=settings.HOMEAI_THREADS or os.cpu_count() or 1)
         parser.add_argument("--context", type=int, default=settings.HOMEAI_CONTEXT, help="tokens per slot")
-        parser.add_argument("--slots", type=int, default=settings.HOMEAI_SLOTS, help="llama-server's parallel slots")
+        parser.add_argument(
+            "--slots", type=int, default=settings.HOMEAI_SLOTS or 4, help="llama-server's parallel slots"
+        )
         parser.add_argument("--batch", type=int, default=settings.HOMEAI_BATCH, help="llama-server's batch")
         parser.add_argument(
             "--gpu-layers",

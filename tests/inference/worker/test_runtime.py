@@ -7,8 +7,10 @@ import collections
 from pathlib import Path
 
 import pytest
+from django.conf import settings as settings_module
 
-from inference import redis_client
+from inference import model_library, redis_client
+from inference.engine.sizing import MAX_AUTO_SLOTS
 from inference.models import EngineConfig
 from inference.worker import runtime
 
@@ -173,3 +175,19 @@ def test_choosing_another_default_model_keeps_the_loaded_ones(engines, three_mod
     runtime.follow_controls()
     assert loaded() == [a] and runtime.default_model() == b
     assert runtime.get_engine().runner.config.model_path.name == b
+
+
+def test_auto_slots_come_from_the_model_header_and_the_budget_share(db, settings):
+    chat = Path(settings.BUNDLED_CHAT_MODEL_PATH)
+    model = model_library.inspect(chat)
+    settings.HOMEAI_SLOTS, settings.HOMEAI_CONTEXT, settings.HOMEAI_MAX_LOADED_MODELS = None, 4096, 2
+    per_slot = model.kv_bytes_per_token * 4096
+    settings.HOMEAI_MODELS_MEMORY_MB = 2 * (model.size_bytes + 3 * per_slot + per_slot // 2) // 2**20
+    config = runtime.runner_config(chat.name)
+    assert (config.n_slots, config.n_ctx_seq) == (3, 4096)  # 3.5 slots in its half of the budget
+    settings.HOMEAI_SLOTS = 5
+    assert runtime.runner_config(chat.name).n_slots == 5
+
+
+def test_the_task_threads_cover_the_largest_slot_count():
+    assert settings_module.CELERY_WORKER_CONCURRENCY == (settings_module.HOMEAI_SLOTS or MAX_AUTO_SLOTS)
