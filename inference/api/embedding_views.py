@@ -19,7 +19,6 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from homeai.arrival import arrived_ns
-from inference import model_library
 from inference.api import embeddings, ollama, protocol
 from inference.api.auth import authenticate
 from inference.api.embeddings import EmbeddingRequest
@@ -51,7 +50,7 @@ def embedding_model(state: Catalog, spelling: str | None, listing: str) -> tuple
         name = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
         return name, state.alias(name) or name
     name = state.spellings[check_model({"model": spelling}, state.spellings, listing)]
-    if state.described.get(name, {}).get("kind") != model_library.EMBEDDING:
+    if not state.embeds(name):
         raise ApiError(
             400,
             f"{spelling} is a chat model, which gives text, not embeddings; name an embedding model "

@@ -85,10 +85,11 @@ def queue_answer(request: HttpRequest, parse, *, keyless: bool = False) -> tuple
             f"No worker that holds {model_name} is running right now; retry once one has started.",
             code="no_worker",
         )
-    if getattr(req, "load_only", None) == "unload":
+    load_only = getattr(req, "load_only", None)
+    if load_only == "unload":
         registry.request_unload(model_name)
         return user, req, None
-    if getattr(req, "load_only", None):
+    if load_only == "load":
         registry.send_load(model_name, req.keep_alive_s)
         return user, req, None
     try:

@@ -55,12 +55,16 @@ def embedding_batch_finish(
     )
 
 
-def embedding_batch_fail(*, batch_id: int, message: str) -> None:
-    ended = EmbeddingBatch.objects.filter(id=batch_id, status=EmbeddingBatch.Status.QUEUED).update(
-        status=EmbeddingBatch.Status.ERROR, error_message=message
-    )
+def _end_queued(batch_id: int, **changes) -> bool:
+    """End a batch that is still queued (its row changed, its end counted); False if it had ended."""
+    ended = EmbeddingBatch.objects.filter(id=batch_id, status=EmbeddingBatch.Status.QUEUED).update(**changes)
     if ended:
         record_embedding(EmbeddingBatch.objects.get(id=batch_id))
+    return bool(ended)
+
+
+def embedding_batch_fail(*, batch_id: int, message: str) -> None:
+    _end_queued(batch_id, status=EmbeddingBatch.Status.ERROR, error_message=message)
 
 
 def embedding_batch_answered(*, batch_id: int, e2e_ms: float) -> None:
@@ -72,9 +76,4 @@ def embedding_batch_answered(*, batch_id: int, e2e_ms: float) -> None:
 def embedding_batch_interrupt(*, batch_id: int) -> bool:
     """No worker answered in time, or the client went away: the batch ends, and a worker that
     takes its task later skips it (embedding_batch_claim)."""
-    ended = EmbeddingBatch.objects.filter(id=batch_id, status=EmbeddingBatch.Status.QUEUED).update(
-        status=EmbeddingBatch.Status.INTERRUPTED
-    )
-    if ended:
-        record_embedding(EmbeddingBatch.objects.get(id=batch_id))
-    return bool(ended)
+    return _end_queued(batch_id, status=EmbeddingBatch.Status.INTERRUPTED)
