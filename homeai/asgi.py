@@ -12,13 +12,15 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from homeai.api_handler import ApiHandler, split_by_path  # noqa: E402
 from homeai.arrival import ArrivalStampMiddleware  # noqa: E402
 from homeai.origin import SameOriginMiddleware  # noqa: E402
 from homeai.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": ArrivalStampMiddleware(django_asgi_app),
+        # The machine APIs skip the browser middleware (api_handler.py says why).
+        "http": ArrivalStampMiddleware(split_by_path(django_asgi_app, ApiHandler())),
         "websocket": SameOriginMiddleware(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -141,7 +141,10 @@ class Engine:
     def _run_forever(self) -> None:
         while not self._stopping and not (self._retiring and not self.scheduler.has_work()):
             try:
-                self._drain_inbox(block=not self.scheduler.has_work())
+                idle = not self.scheduler.has_work()
+                if idle and self._inbox.empty() and self.runner.save_idle():
+                    continue  # one slot at a time: a request that arrives meanwhile waits for one copy
+                self._drain_inbox(block=idle)
                 if self.scheduler.has_work():
                     self._step()
             except Exception as exc:  # the engine thread must never die silently
@@ -270,6 +273,19 @@ class Engine:
         step = self.scheduler.schedule()
         if step is None:
             return
+        # The step's events go to their relay threads together, once its sampling is done: a
+        # relay woken by an event takes the interpreter at the engine's next ctypes call (each
+        # releases it) and made the rest of the step wait; woken now, they run while the next
+        # llama_decode holds no interpreter lock.
+        for chunk in step.chunks:
+            chunk.seq.hold_events()
+        try:
+            self._run_step(step)
+        finally:
+            for chunk in step.chunks:
+                chunk.seq.send_held()
+
+    def _run_step(self, step: Step) -> None:
         waiting_before = list(self.scheduler.waiting)
         t0 = now_ns()
         try:

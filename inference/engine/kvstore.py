@@ -135,6 +135,10 @@ class KVStore:
             return
         state.path, state.data = path, None
 
+    def drop(self, state: SavedState) -> None:
+        """Forget a state (its slot holds all of it again)."""
+        self._drop(state)
+
     def _drop(self, state: SavedState) -> None:
         self._states.pop(state.key, None)
         if state.path is not None:

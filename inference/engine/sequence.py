@@ -114,6 +114,7 @@ class Sequence:
     drafted: int = 0  # draft tokens put in decode steps
     accepted: int = 0  # of those, tokens the sampler picked too
     decode_steps: int = 0  # model steps that gave this answer tokens
+    held: list[EngineEvent] | None = None  # events emitted but not sent yet (hold_events)
 
     @property
     def prompt_len(self) -> int:
@@ -141,4 +142,17 @@ class Sequence:
         return tuple(self.speculator.draft(min(room, left)))
 
     def emit(self, event: EngineEvent) -> None:
-        self.events.put(event)
+        if self.held is not None:
+            self.held.append(event)
+        else:
+            self.events.put(event)
+
+    def hold_events(self) -> None:
+        """Keep what emit() is given until send_held() (the engine holds a step's events)."""
+        if self.held is None:
+            self.held = []
+
+    def send_held(self) -> None:
+        held, self.held = self.held, None
+        for event in held or ():
+            self.events.put(event)

@@ -21,6 +21,7 @@ class SlotCache:
         self._owner: dict[int, object] = {}  # slot -> whose tokens they are (a user id; None: nobody's)
         self._used: dict[int, int] = {}  # slot -> when it was last taken (a counter, higher is later)
         self._use_counter = itertools.count(1)
+        self._offered: set[int] = set()  # slots whose history the KV store was offered already
 
     def common_prefix(self, slot: int, tokens: list[int], owner: object = None) -> int:
         """How many leading tokens of `tokens` the slot's cache holds for this owner."""
@@ -48,12 +49,28 @@ class SlotCache:
         """A sequence starts in the slot: what it caches is unknown until the sequence ends."""
         self._tokens[slot] = []
         self._used[slot] = next(self._use_counter)
+        self._offered.discard(slot)
 
     def keep(self, slot: int, tokens: list[int], owner: object = None) -> None:
         """The owner's sequence that ran in the slot ended; its KV cells hold these tokens."""
         self._tokens[slot] = tokens
         self._owner[slot] = owner
+        self._offered.discard(slot)
 
     def clear(self, slot: int) -> None:
         """The slot's KV cells were dropped."""
         self._tokens[slot] = []
+        self._offered.discard(slot)
+
+    def offered(self, slot: int) -> bool:
+        """Whether the KV store was offered the history the slot holds now (see mark_offered)."""
+        return slot in self._offered
+
+    def mark_offered(self, slot: int) -> None:
+        """The KV store was offered the slot's history (it kept it, or it was too short)."""
+        self._offered.add(slot)
+
+    def not_offered(self) -> list[int]:
+        """The free slots holding a history the KV store was not offered yet, oldest first."""
+        held = [slot for slot, tokens in self._tokens.items() if tokens and slot not in self._offered]
+        return sorted(held, key=lambda slot: self._used.get(slot, 0))

@@ -9,6 +9,7 @@ import time
 import redis
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Q
 from django.utils import formats, timezone
 from django.utils.translation import gettext, gettext_lazy, ngettext
 
@@ -62,7 +63,7 @@ def generation_create(
             conversation=conversation, parent_id=parent_id, role=Message.Role.USER, content=text
         )
         return _answer(
-            conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns, client=client
+            user, conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns, client=client
         )
 
 
@@ -81,7 +82,7 @@ def generation_regenerate(*, user, message_id, max_tokens=None, options=None) ->
     t_arrive_ns = time.time_ns()
     with transaction.atomic():
         conversation = conversation_idle(user=user, conversation_id=message.conversation_id)
-        return _answer(conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns)
+        return _answer(user, conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns)
 
 
 def generation_edit(*, user, message_id, text, max_tokens=None, options=None) -> Generation:
@@ -99,7 +100,7 @@ def generation_edit(*, user, message_id, text, max_tokens=None, options=None) ->
         prompt = Message.objects.create(
             conversation=conversation, parent_id=message.parent_id, role=Message.Role.USER, content=text
         )
-        return _answer(conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns)
+        return _answer(user, conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns)
 
 
 def _answer_options(max_tokens, options) -> tuple[int | None, dict]:
@@ -108,6 +109,7 @@ def _answer_options(max_tokens, options) -> tuple[int | None, dict]:
 
 
 def _answer(
+    user,
     conversation: Conversation,
     prompt: Message,
     *,
@@ -121,14 +123,15 @@ def _answer(
     keep_alive_s: float | None = None,
 ) -> Generation:
     """A queued answer to prompt under the conversation's settings, now the branch on show,
-    of its model: the request's (API), else the conversation's, else the default one."""
+    of its model: the request's (API), else the conversation's, else the default one. user owns
+    the conversation (given, so that the answer's events need not read it again)."""
     model_name = model_name or model_for_answer(conversation.model)
     reply = Message.objects.create(conversation=conversation, parent=prompt, role=Message.Role.ASSISTANT, content="")
     if max_tokens is None:
         stored = conversation.max_tokens
         max_tokens = min(stored, settings.HOMEAI_MAX_TOKENS_LIMIT) if stored else settings.HOMEAI_MAX_TOKENS
     generation = Generation.objects.create(
-        user_id=conversation.user_id,
+        user=user,
         conversation=conversation,
         message=reply,
         client=client[:32] or "api",
@@ -191,6 +194,7 @@ def generation_create_api(
         for turn in turns:
             last = Message.objects.create(conversation=conversation, parent=last, **turn)
         return _answer(
+            user,
             conversation,
             last,
             max_tokens=max_tokens,
@@ -238,15 +242,16 @@ def check_daily_limits(user) -> None:
 def _check_waiting_limit(user) -> None:
     """Room in the line: HOMEAI_MAX_WAITING answers in all, and a share of them per person, so
     one script cannot take every place while the household waits."""
-    queued = Generation.objects.filter(status=Generation.Status.QUEUED)
-    waiting = queued.count()
+    counts = Generation.objects.filter(status=Generation.Status.QUEUED).aggregate(
+        waiting=Count("id"), own=Count("id", filter=Q(user=user))
+    )
+    waiting, own = counts["waiting"], counts["own"]
     if waiting >= settings.HOMEAI_MAX_WAITING:
         raise ClientError(
             "busy",
             gettext("The server is busy: %(n)s answers are already waiting. Please try again in a minute.")
             % {"n": waiting},
         )
-    own = queued.filter(user=user).count()
     if own >= settings.HOMEAI_MAX_WAITING_PER_USER:
         raise ClientError(
             "busy",
@@ -264,18 +269,22 @@ QUEUE_DOWN_MESSAGE = gettext_lazy(
 
 
 def generation_enqueue(*, generation: Generation) -> bool:
-    """Send the answer to a worker (after the client was told it is queued, so no event beats that).
+    """Send the answer to a worker (after the client was told it is queued, so no event beats
+    that), then show it queued on the dashboard: the task first, since handing an event to this
+    process's relay wakes its thread, which then competes with the send for the interpreter.
 
     False when the broker (Redis) is unreachable: the answer stays queued in the database, and
     the watchdog sends its task again once Redis answers (sweeps.generations_resend_stale).
     """
-    broadcast.publish_dashboard([events.request_update(generation, phase="queued", status="queued")])
     try:
         registry.send_generation(generation.id, generation.model_name)
     except Exception:
         log.warning("could not send answer %s to a worker; the watchdog will", generation.id, exc_info=True)
-        return False
-    return True
+        sent = False
+    else:
+        sent = True
+    broadcast.publish_dashboard([events.request_update(generation, phase="queued", status="queued")])
+    return sent
 
 
 def generation_cancel(*, user, generation_id) -> None:

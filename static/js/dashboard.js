@@ -174,6 +174,7 @@
       rows.delete(ev.generation);
     }
     const phase = ev.phase === "queued" ? "queue" : ev.phase;
+    if (phase === "queue" && entry.phase && entry.phase !== "queue") return;  // the web's "queued" came after the worker's news
     if (timeline.phases.includes(phase) && !isNum(entry.starts[phase])) entry.starts[phase] = phase === "queue" ? ev.t_arrive : ev.t;
     entry.phase = phase;
     Object.assign(entry.row, { status: ev.status, prompt_tokens: ev.prompt_tokens, output_tokens: ev.output_tokens });

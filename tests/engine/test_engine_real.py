@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import time
 
+import llama_cpp
 import numpy as np
 import pytest
 from django.conf import settings
@@ -184,6 +186,33 @@ def test_a_follow_up_reuses_the_cached_history_instead_of_evaluating_it_again(ch
         fresh.stop()
     assert int(cold.first_logits.argmax()) == int(follow.first_logits.argmax())
     assert np.abs(cold.first_logits - follow.first_logits).max() < 3.0
+
+
+def test_plain_greedy_picks_what_llama_cpps_greedy_sampler_picks(chunked):
+    """Unpenalised greedy answers read the highest logit in place (Runner.sample) instead of
+    running llama.cpp's sampler chain over a copy of the vocabulary: the same token every time."""
+    runner = chunked.runner
+    picks: list[tuple[bool, int, int]] = []
+    fast = runner.sample
+
+    def both(seq, index):
+        token = fast(seq, index)
+        chain = runner._samplers[seq.seq_id]
+        picks.append((seq.seq_id in runner._argmax, token, llama_cpp.llama_sampler_sample(chain, runner.ctx, index)))
+        return token
+
+    runner.sample = both
+    try:
+        seq = make_seq(
+            45, "Name three rivers of Europe and one thing about each.", dataclasses.replace(GREEDY, max_tokens=32)
+        )
+        chunked.submit(seq)
+        events_until_end(seq)
+    finally:
+        del runner.sample
+    assert len(picks) >= 8
+    assert all(argmax for argmax, _, _ in picks)
+    assert [token for _, token, _ in picks] == [chain_token for _, _, chain_token in picks]
 
 
 def test_chunked_prefill_keeps_every_step_within_the_budget_while_others_decode(chunked):

@@ -4,6 +4,8 @@ been lost; the store keeps RAM and disk within their budgets."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from django.conf import settings
@@ -80,6 +82,51 @@ def test_a_conversation_whose_slot_was_taken_resumes_from_its_saved_state_and_an
     assert np.abs(resumed.first_logits - kept.first_logits).max() < 3.0
     assert resumed_done.text and kept_done.text
     assert stats["states"] >= 1  # the others' conversations were kept in turn
+
+
+@pytest.mark.integration
+def test_an_idle_engine_keeps_a_finished_conversation_before_anyone_needs_its_slot(tmp_path):
+    engine = make_engine(tmp_path, n_slots=1)
+    saved: list[object] = []
+    save = engine.runner._save
+    engine.runner._save = lambda slot, tokens, owner: (saved.append(owner), save(slot, tokens, owner))
+    try:
+        ask(engine, 1, owner=1, messages=[{"role": "user", "content": f"{HISTORY}\nWhich day is the last note about?"}])
+        # Nobody has asked for the slot: the engine, idle, copies the conversation out on its own.
+        deadline = time.monotonic() + 120
+        while engine.runner.kv.stats()["states"] < 1:
+            assert time.monotonic() < deadline, "the idle engine never kept the finished conversation"
+            time.sleep(0.01)
+        _, done = ask(engine, 2, owner=2, messages=[{"role": "user", "content": f"{HISTORY}\nHow many notes?"}])
+    finally:
+        engine.stop()
+    assert done.text
+    assert saved.count(1) == 1  # kept once, while idle: taking the slot copied nothing more
+
+
+@pytest.mark.integration
+def test_a_conversation_back_in_its_own_slot_frees_its_saved_copy(tmp_path):
+    engine = make_engine(tmp_path)
+    dropped: list[object] = []
+    drop = engine.runner.kv.drop
+    engine.runner.kv.drop = lambda state: (dropped.append(state.owner), drop(state))
+    try:
+        first = [{"role": "user", "content": f"{HISTORY}\nWhich day is the last note about?"}]
+        _, answer = ask(engine, 1, owner=1, messages=first)
+        deadline = time.monotonic() + 120
+        while engine.runner.kv.stats()["states"] < 1:  # the idle engine's copy
+            assert time.monotonic() < deadline, "the idle engine never kept the finished conversation"
+            time.sleep(0.01)
+        follow_up = [
+            *first,
+            {"role": "assistant", "content": answer.text},
+            {"role": "user", "content": "And the first?"},
+        ]
+        seq, _ = ask(engine, 2, owner=1, messages=follow_up)
+    finally:
+        engine.stop()
+    assert seq.num_cached > 500 and seq.num_restored == 0  # its own slot, reused in place
+    assert dropped == [1]
 
 
 def buffer(n: int) -> np.ndarray:

@@ -94,6 +94,9 @@ class ScriptedRunner:
     def admit(self, seq, free_slots):  # the engine wires it into the scheduler
         raise AssertionError("not used")
 
+    def save_idle(self) -> bool:  # the engine's idle work
+        return False
+
     def close(self) -> None:
         pass
 
