@@ -1,12 +1,13 @@
 """Django for the machine APIs (OpenAI's /v1/, Ollama's /api/), with only the middleware they use.
 
 Their views take a bearer key, never a session, a cookie or a CSRF token, so the browser
-middleware (sessions, CSRF, authentication, messages, the first-run redirect, slash appending)
-does nothing for them. It still cost: under ASGI, Django runs each hook of a MiddlewareMixin
+middleware (sessions, CSRF, authentication, messages, the first-run redirect) does nothing for
+them. It still cost: under ASGI, Django runs each hook of a MiddlewareMixin
 middleware in a thread (sync_to_async), two thread hops per middleware per request, about 2 ms
 before an answer is even stored (docs/performance.md). This handler keeps what sets the
-responses' headers and language, with the hooks run inline: they only read the request and set
-headers, so they need no thread.
+responses' headers and language and what CommonMiddleware does for every response
+(Content-Length, slash redirects), with the hooks run inline: they only read the request and
+set headers, so they need no thread.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.exception import convert_exception_to_response
 from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.common import CommonMiddleware
 from django.middleware.locale import LocaleMiddleware
 from django.middleware.security import SecurityMiddleware
 
@@ -40,11 +42,16 @@ class ApiLocaleMiddleware(InlineHooks, LocaleMiddleware):
     """Messages in the language the client asks for (Accept-Language), Content-Language set."""
 
 
+class ApiCommonMiddleware(InlineHooks, CommonMiddleware):
+    """Content-Length on whole responses; APPEND_SLASH's redirects."""
+
+
 class ApiXFrameOptionsMiddleware(InlineHooks, XFrameOptionsMiddleware):
     """X-Frame-Options on every response."""
 
 
-API_MIDDLEWARE = (ApiSecurityMiddleware, ApiLocaleMiddleware, ApiXFrameOptionsMiddleware)  # outermost first
+# In settings.MIDDLEWARE's order, outermost first.
+API_MIDDLEWARE = (ApiSecurityMiddleware, ApiLocaleMiddleware, ApiCommonMiddleware, ApiXFrameOptionsMiddleware)
 
 
 class ApiHandler(ASGIHandler):

@@ -49,6 +49,7 @@ def test_an_api_response_carries_the_sites_security_headers_and_language():
     assert headers[b"X-Content-Type-Options"] == b"nosniff"
     assert headers[b"X-Frame-Options"] == b"DENY"
     assert headers[b"Content-Language"] == b"ko"
+    assert int(headers[b"Content-Length"]) == len(body)
     assert b"Set-Cookie" not in headers  # no session, no CSRF cookie
 
 
