@@ -214,8 +214,10 @@ class _Relay:
         r = redis_client.client()
         # The chat page draws four times a second, so its tokens go in frames at most every
         # CHAT_FRAME_EVERY_S (the first at once): a third as many frames for the browser, daphne
-        # and Redis to pass on. API clients get every token as it comes.
-        frame_every = CHAT_FRAME_EVERY_S if self.generation.client == "chat" else 0.0
+        # and Redis to pass on. API clients get every token as it comes, unless the server's
+        # HOMEAI_API_FRAME_MS asks for frames.
+        chat = self.generation.client == "chat"
+        frame_every = CHAT_FRAME_EVERY_S if chat else settings.HOMEAI_API_FRAME_MS / 1000
         next_frame = 0.0
         while True:
             ready = _gather(seq.events, next_frame)

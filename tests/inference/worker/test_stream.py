@@ -4,6 +4,8 @@ engine and model run through this code in tests/dashboard/chat.)"""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,7 +14,7 @@ from django.conf import settings
 
 from inference.engine.events import DoneEvent, PhaseEvent, TokenEvent
 from inference.models import Generation, Message
-from inference.services.generations import generation_create
+from inference.services.generations import generation_create, generation_create_api
 from inference.worker import stream
 from tests import factories
 
@@ -155,3 +157,36 @@ def test_speculation_is_on_by_the_servers_policy_and_off_per_request(answer, set
     answer.sampling = {**answer.sampling, **options}
     params = stream.sampling_params(answer)
     assert params.speculative is speculative
+
+
+@pytest.mark.parametrize(("frame_ms", "held_s"), [(0, 0.0), (1000, 1.0)])
+def test_an_api_streams_frames_follow_the_servers_setting(db, monkeypatch, settings, frame_ms, held_s):
+    """HOMEAI_API_FRAME_MS: 0 sends every token as it comes; above 0 a frame holds the tokens that
+    come within that many ms of the last one sent (an answer's end is never held)."""
+    settings.HOMEAI_API_FRAME_MS = frame_ms
+    api = generation_create_api(user=factories.user(), client="curl", prompt="Hello?", max_tokens=8)
+    holds: list[float] = []
+    first_frame_sent = threading.Event()
+    gather = stream._gather
+
+    def watched(events, hold_until):
+        holds.append(hold_until - time.monotonic())
+        ready = gather(events, hold_until)
+        first_frame_sent.set()
+        return ready
+
+    def rest_of_the_answer(seq):
+        def later():
+            first_frame_sent.wait(30)
+            seq.events.put(TokenEvent(" there", 2.0))
+            seq.events.put(DoneEvent(text="Hi there", finish_reason="stop", notice="", metrics=METRICS))
+
+        threading.Thread(target=later, daemon=True).start()
+
+    monkeypatch.setattr(stream, "_gather", watched)
+    run_with(monkeypatch, StandInEngine([TokenEvent("Hi", 1.0)], on_submit=rest_of_the_answer))
+    stream.generation_run(generation_id=api.id)
+    api.refresh_from_db()
+    assert api.status == "done" and api.token_texts == ["Hi", " there"]
+    assert holds[0] <= 0  # the first token goes at once
+    assert 0 < holds[1] <= held_s if held_s else holds[1] <= 0  # the next one waits for more, or not
