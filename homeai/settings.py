@@ -218,7 +218,7 @@ HOMEAI_STALL_FACTOR = env_float("HOMEAI_STALL_FACTOR", 2.0, minimum=0.0)
 # API streams (OpenAI's, Ollama's): 0 sends every token as it comes; above 0, tokens that come
 # within this many ms of a frame go out in the next one (the chat page's frames are 100 ms).
 # Fewer frames are fewer wake-ups of the relay, Redis and daphne per token, each taking a core
-# from llama.cpp on a small CPU: 30 brought single-stream TPOT from about 1.1x to 1.05x of
+# from llama.cpp on a small CPU: 30 brought single-stream TPOT from about 1.1x to 1.04x of
 # llama-server's on 2 cores (docs/performance.md); clients then see tokens in small bursts.
 HOMEAI_API_FRAME_MS = env_float("HOMEAI_API_FRAME_MS", 0.0, minimum=0.0)
 # Back-pressure: past this many answers waiting, a new message is refused with "busy".

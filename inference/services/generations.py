@@ -270,8 +270,8 @@ QUEUE_DOWN_MESSAGE = gettext_lazy(
 
 def generation_enqueue(*, generation: Generation) -> bool:
     """Send the answer to a worker (after the client was told it is queued, so no event beats
-    that), then show it queued on the dashboard: the task first, since handing an event to this
-    process's relay wakes its thread, which then competes with the send for the interpreter.
+    that), then show it queued on the dashboard: the task first, so that the worker need not
+    wait for the dashboard's Redis round trip (the page ignores a "queued" that comes late).
 
     False when the broker (Redis) is unreachable: the answer stays queued in the database, and
     the watchdog sends its task again once Redis answers (sweeps.generations_resend_stale).

@@ -47,6 +47,14 @@ def ask(engine: Engine, seq_id: int, owner: int, messages: list[dict]) -> tuple[
             return seq, event
 
 
+def wait_for_idle_copy(engine: Engine) -> None:
+    """Until the idle engine has copied the finished conversation to the store."""
+    deadline = time.monotonic() + 120
+    while engine.runner.kv.stats()["states"] < 1:
+        assert time.monotonic() < deadline, "the idle engine never kept the finished conversation"
+        time.sleep(0.01)
+
+
 def conversation(engine: Engine, *, lose_the_slot: bool) -> tuple[Sequence, DoneEvent]:
     """One person's two turns; between them, maybe, two other people's answers take both slots."""
     first = [{"role": "user", "content": f"{HISTORY}\nWhich day is the last note about?"}]
@@ -93,10 +101,7 @@ def test_an_idle_engine_keeps_a_finished_conversation_before_anyone_needs_its_sl
     try:
         ask(engine, 1, owner=1, messages=[{"role": "user", "content": f"{HISTORY}\nWhich day is the last note about?"}])
         # Nobody has asked for the slot: the engine, idle, copies the conversation out on its own.
-        deadline = time.monotonic() + 120
-        while engine.runner.kv.stats()["states"] < 1:
-            assert time.monotonic() < deadline, "the idle engine never kept the finished conversation"
-            time.sleep(0.01)
+        wait_for_idle_copy(engine)
         _, done = ask(engine, 2, owner=2, messages=[{"role": "user", "content": f"{HISTORY}\nHow many notes?"}])
     finally:
         engine.stop()
@@ -113,10 +118,7 @@ def test_a_conversation_back_in_its_own_slot_frees_its_saved_copy(tmp_path):
     try:
         first = [{"role": "user", "content": f"{HISTORY}\nWhich day is the last note about?"}]
         _, answer = ask(engine, 1, owner=1, messages=first)
-        deadline = time.monotonic() + 120
-        while engine.runner.kv.stats()["states"] < 1:  # the idle engine's copy
-            assert time.monotonic() < deadline, "the idle engine never kept the finished conversation"
-            time.sleep(0.01)
+        wait_for_idle_copy(engine)
         follow_up = [
             *first,
             {"role": "assistant", "content": answer.text},
