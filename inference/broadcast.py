@@ -11,7 +11,10 @@ channels_redis's pub/sub layer's (group_channel; a test receives a message sent 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
+import redis
 from channels.layers import get_channel_layer
 from django.conf import settings
 
@@ -86,3 +89,88 @@ def end_account_sessions(user_id: int, *, keep_session: str | None = None) -> No
     """Close every socket of a person (signed out everywhere, password changed, deactivated),
     except those of keep_session: the browser that changed the password stays signed in."""
     _publish(account_group(user_id), {"type": ACCOUNT_SIGNED_OUT_TYPE, "keep": keep_session})
+
+
+class Outbox:
+    """Publishes without waiting for Redis: one connection of this process with its replies
+    turned off (`CLIENT REPLY OFF`), so a write is all a PUBLISH costs the sender.
+
+    The engine thread sends a step's API tokens here (send_now: one write for all of the step's
+    answers, and never a wait: when the connection is down or busy it returns False and the
+    answers' task threads publish as before). Task threads send an answer's end through the same
+    connection (send), so the client gets it after the tokens; only they connect it.
+    """
+
+    RETRY_S = 5.0  # after a failure, how long before a task thread connects again
+    TIMEOUT_S = 1.0  # a write Redis does not take in this long (a stuck server) drops the connection
+
+    def __init__(self, url: str | None = None):
+        self._url = url
+        self._conn = None
+        self._ready = False  # connected, replies off: the engine thread may write
+        self._lock = threading.Lock()
+        self._retry_at = 0.0
+
+    def send_now(self, messages: list[tuple[str, dict]]) -> bool:
+        """Publish (group, message) pairs in one write, or nothing and False, at once."""
+        if not self._ready or not self._lock.acquire(blocking=False):
+            return False
+        try:
+            return self._write(messages)
+        finally:
+            self._lock.release()
+
+    def send(self, messages: list[tuple[str, dict]]) -> bool:
+        """Publish, connecting first if need be (may wait); False if Redis could not take them."""
+        with self._lock:
+            return (self._ready or self._connect()) and self._write(messages)
+
+    def connect(self) -> bool:
+        """Whether the connection is up, making it if need be (may wait)."""
+        with self._lock:
+            return self._ready or self._connect()
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def _write(self, messages: list[tuple[str, dict]]) -> bool:
+        serialize = get_channel_layer().serialize
+        commands = [("PUBLISH", group_channel(group), serialize(message)) for group, message in messages]
+        try:
+            self._conn.send_packed_command(self._conn.pack_commands(commands), check_health=False)
+        except Exception:
+            _outage.failed("events are dropped until Redis answers")
+            self._drop()
+            return False
+        return True
+
+    def _connect(self) -> bool:
+        if time.monotonic() < self._retry_at:
+            return False
+        try:
+            pool = redis.ConnectionPool.from_url(
+                self._url or settings.REDIS_URL, socket_timeout=self.TIMEOUT_S, socket_connect_timeout=2
+            )
+            self._conn = pool.make_connection()
+            self._conn.connect()
+            # OFF answers nothing; if it was refused (an ACL), its error comes before ON's OK.
+            self._conn.send_packed_command(
+                self._conn.pack_commands([("CLIENT", "REPLY", "OFF"), ("CLIENT", "REPLY", "ON")])
+            )
+            if self._conn.read_response() not in (b"OK", "OK"):
+                raise redis.ResponseError("CLIENT REPLY OFF was refused")
+            self._conn.send_command("CLIENT", "REPLY", "OFF")
+        except Exception:
+            log.warning("no reply-less Redis connection; answers publish their events one by one", exc_info=True)
+            self._drop()
+            return False
+        self._ready = True
+        return True
+
+    def _drop(self) -> None:
+        self._ready = False
+        self._retry_at = time.monotonic() + self.RETRY_S
+        if self._conn is not None:
+            self._conn.disconnect()
+            self._conn = None

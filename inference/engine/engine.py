@@ -13,12 +13,12 @@ import dataclasses
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable
 
 from inference.engine.budget import StepCostModel
 from inference.engine.commands import Cancel, Command, Load, Retire, SetPolicy, Stop, Submit
 from inference.engine.errors import EngineError
-from inference.engine.events import DoneEvent, ErrorEvent, PhaseEvent, TokenEvent
+from inference.engine.events import DoneEvent, EngineEvent, ErrorEvent, PhaseEvent, TokenEvent
 from inference.engine.grammar import build_grammar
 from inference.engine.policies import make_policy
 from inference.engine.prompt import Prompt
@@ -42,8 +42,14 @@ class Engine:
         scheduler: Scheduler,
         cost_model: StepCostModel | None = None,
         on_step: Callable[[dict], None] | None = None,
+        on_events: Callable[[list[tuple[Sequence, list[EngineEvent]]]], Collection[int]] | None = None,
         capture_first_logits: bool = False,
     ):
+        """on_step: called with each step's record. on_events: called on the engine thread
+        with each step's events, every sequence's at once, before they are queued; it returns
+        the ids of the sequences whose events it has sent on itself (the worker publishes API
+        tokens from there, one write per step), which are then queued without waking their task
+        threads. It must not block: the next step waits for it."""
         self.runner = runner
         self.scheduler = scheduler
         self.cost_model = cost_model or StepCostModel(target_ms=None)
@@ -52,6 +58,7 @@ class Engine:
         self.capture_first_logits = capture_first_logits
         self.steps: collections.deque[dict] = collections.deque(maxlen=STEP_RING_SIZE)
         self._on_step = on_step
+        self._on_events = on_events
         self._inbox: queue.Queue[Command] = queue.Queue()
         self._by_id: dict[int, Sequence] = {}
         self._thread = threading.Thread(target=self._run_forever, name="homeai-engine", daemon=True)
@@ -282,8 +289,18 @@ class Engine:
         try:
             self._run_step(step)
         finally:
-            for chunk in step.chunks:
-                chunk.seq.send_held()
+            self._deliver({chunk.seq.seq_id: chunk.seq for chunk in step.chunks}.values())
+
+    def _deliver(self, seqs: Iterable[Sequence]) -> None:
+        batch = [(seq, seq.take_held()) for seq in seqs]
+        sent_on: Collection[int] = ()
+        if self._on_events is not None:
+            try:
+                sent_on = self._on_events([(seq, events) for seq, events in batch if events])
+            except Exception:
+                log.exception("the step's events could not be sent on; their task threads send them")
+        for seq, events in batch:
+            seq.deliver(events, quiet=seq.seq_id in sent_on)
 
     def _run_step(self, step: Step) -> None:
         waiting_before = list(self.scheduler.waiting)

@@ -7,10 +7,20 @@ import enum
 import queue
 from dataclasses import dataclass, field
 
-from inference.engine.events import EngineEvent
+from inference.engine.events import DoneEvent, EngineEvent, ErrorEvent
 from inference.engine.speculation import PromptLookup
 from inference.engine.timing import PhaseClock
 from inference.engine.tools import OutputSpec
+
+
+class EventQueue(queue.Queue):
+    """A sequence's events for its task thread. put_quiet() queues one without waking a reader
+    blocked in get(): it finds it when its wait times out, or at the next put()."""
+
+    def put_quiet(self, item: EngineEvent) -> None:
+        with self.mutex:
+            self._put(item)
+            self.unfinished_tasks += 1
 
 
 class SeqStatus(enum.Enum):
@@ -98,7 +108,7 @@ class Sequence:
     slot: int | None = None
     finish_reason: str | None = None
     notice: str = ""
-    events: queue.Queue[EngineEvent] = field(default_factory=queue.Queue)
+    events: EventQueue = field(default_factory=EventQueue)
     stop_filter: StopStringFilter | None = None
     stop_tokens: frozenset[int] = frozenset()
     raw_prompt: str | None = None  # tokenized as is, without the chat template (completions)
@@ -148,11 +158,20 @@ class Sequence:
             self.events.put(event)
 
     def hold_events(self) -> None:
-        """Keep what emit() is given until send_held() (the engine holds a step's events)."""
+        """Keep what emit() is given until take_held() (the engine holds a step's events)."""
         if self.held is None:
             self.held = []
 
-    def send_held(self) -> None:
+    def take_held(self) -> list[EngineEvent]:
+        """The events held since hold_events(), which emit() queues directly again."""
         held, self.held = self.held, None
-        for event in held or ():
-            self.events.put(event)
+        return held or []
+
+    def deliver(self, events: list[EngineEvent], *, quiet: bool = False) -> None:
+        """Queue events for the task thread; quiet: without waking it (they were published
+        already, and it picks them up on its own schedule). An answer's end always wakes it."""
+        for event in events:
+            if quiet and not isinstance(event, DoneEvent | ErrorEvent):
+                self.events.put_quiet(event)
+            else:
+                self.events.put(event)

@@ -24,6 +24,7 @@ from inference.engine.scheduler import Scheduler
 from inference.engine.sizing import Sizing, size_engine
 from inference.models import EngineConfig
 from inference.worker import registry
+from inference.worker.step_relay import STEP_RELAY
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ def build_engine(model_name: str | None = None) -> Engine:
         token_budget=settings.HOMEAI_TOKEN_BUDGET,
     )
     cost_model = StepCostModel(target_ms=settings.HOMEAI_TARGET_ITL_MS, stall_factor=settings.HOMEAI_STALL_FACTOR)
-    return Engine(runner=runner, scheduler=scheduler, cost_model=cost_model, on_step=_record_step)
+    return Engine(runner=runner, scheduler=scheduler, cost_model=cost_model, on_step=_record_step, on_events=STEP_RELAY)
 
 
 def get_engine(model_name: str | None = None) -> Engine:

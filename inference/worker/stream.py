@@ -24,6 +24,7 @@ from inference.engine.tools import OutputSpec
 from inference.metrics import record_generation
 from inference.models import Generation, Message
 from inference.worker import registry, runtime
+from inference.worker.step_relay import STEP_RELAY, QuickAnswer, wire_event
 
 SAVE_EVERY_S = 0.25  # a crash loses at most this much of an answer
 CANCEL_POLL_S = 0.1
@@ -93,6 +94,8 @@ def _run(generation_id: int) -> None:
         return
     generation = Generation.objects.select_related("user").get(id=generation_id)
     relay = _Relay(generation)
+    if relay.frame_every == 0:
+        relay.quick = STEP_RELAY.register(generation.id)  # before the engine can send a token
     try:
         seq = Sequence(
             seq_id=generation.id,
@@ -111,6 +114,7 @@ def _run(generation_id: int) -> None:
         relay.fail("worker_error", WORKER_ERROR_MESSAGE)
         raise
     finally:
+        STEP_RELAY.unregister(generation.id)
         runtime.answered(generation.model_name, generation.keep_alive_s)
 
 
@@ -204,6 +208,13 @@ class _Relay:
         self.pieces: list[str] = []
         self.feed = _DashboardFeed(generation)
         self.ended = False
+        # The chat page draws four times a second, so its tokens go in frames at most every
+        # CHAT_FRAME_EVERY_S (the first at once): a third as many frames for the browser, daphne
+        # and Redis to pass on. API clients get every token as it comes (the engine thread
+        # publishes them, step_relay.py), unless the server's HOMEAI_API_FRAME_MS asks for frames.
+        chat = generation.client == "chat"
+        self.frame_every = CHAT_FRAME_EVERY_S if chat else settings.HOMEAI_API_FRAME_MS / 1000
+        self.quick: QuickAnswer | None = None  # on the engine thread's quick path (step_relay.py)
 
     def run(self, seq: Sequence, engine: Engine) -> None:
         gid = self.generation.id
@@ -212,26 +223,22 @@ class _Relay:
         deadline = last_save + settings.HOMEAI_ANSWER_DEADLINE_S
         cancelled_at: float | None = None
         r = redis_client.client()
-        # The chat page draws four times a second, so its tokens go in frames at most every
-        # CHAT_FRAME_EVERY_S (the first at once): a third as many frames for the browser, daphne
-        # and Redis to pass on. API clients get every token as it comes, unless the server's
-        # HOMEAI_API_FRAME_MS asks for frames.
-        chat = self.generation.client == "chat"
-        frame_every = CHAT_FRAME_EVERY_S if chat else settings.HOMEAI_API_FRAME_MS / 1000
+        quick = self.quick
         next_frame = 0.0
         while True:
+            # Events the engine thread published do not wake this thread: it takes them
+            # when its wait for the first event times out (CANCEL_POLL_S).
             ready = _gather(seq.events, next_frame)
-            next_frame = time.monotonic() + frame_every
+            next_frame = time.monotonic() + self.frame_every
             frame, final = [], None
             for ev in ready:
                 self.feed.observe(ev)
                 if isinstance(ev, TokenEvent):
                     self.pieces.append(ev.text)
-                    frame.append(events.token(gid, ev.text, ev.t_ms))
-                elif isinstance(ev, PhaseEvent):
-                    frame.append(events.phase(gid, **ev.as_dict()))
-                else:
+                if isinstance(ev, DoneEvent | ErrorEvent):
                     final = ev
+                elif quick is None or not quick.was_published(ev):
+                    frame.append(wire_event(gid, ev))
             if final is not None:
                 self._publish_end(frame, self._store_end(final))
                 _forget_cancel(r, gid)
@@ -261,7 +268,11 @@ class _Relay:
     def _publish_end(self, frame: list[dict], end: dict | None) -> None:
         """Send the last frame, with the end event when this worker wrote the end."""
         self.ended = True
-        broadcast.publish_for(self.generation, [*frame, end] if end else frame)
+        frame = [*frame, end] if end else frame
+        # Through the engine thread's connection while its tokens went there: after them.
+        message = {"type": broadcast.RELAY_TYPE, "events": frame}
+        if not (frame and self.quick and self.quick.on and STEP_RELAY.outbox.send([(self.quick.group, message)])):
+            broadcast.publish_for(self.generation, frame)
         if end:
             broadcast.publish_dashboard([events.request_done(self.generation)])
 

@@ -299,3 +299,40 @@ def test_serial_tells_waiting_requests_their_queue_position():
             events_until_end(seq)
     finally:
         engine.stop()
+
+
+def test_a_steps_events_reach_on_events_together_and_those_it_sent_on_are_queued_quietly():
+    """on_events gets each step's events, every sequence's at once and in order; a sequence whose
+    events it sent on gets them queued without a wake-up (its end always wakes its reader)."""
+    batches: list[list[tuple[int, list[EngineEvent]]]] = []
+    engine = make_engine("chunked", budget=32)
+
+    def on_events(batch):
+        batches.append([(seq.seq_id, list(events)) for seq, events in batch])
+        return {1}  # sent on: sequence 1's; sequence 2 is queued as usual
+
+    engine._on_events = on_events
+    try:
+        seqs = [make_seq(i, f"Tell me fact number {i} about the sea.") for i in (1, 2)]
+        woken = {1: [], 2: []}
+        for seq in seqs:
+            notify = seq.events.not_empty.notify
+            seq.events.not_empty.notify = lambda n=1, sid=seq.seq_id, notify=notify: (woken[sid].append(n), notify(n))
+            engine.submit(seq)
+        got = {seq.seq_id: events_until_end(seq) for seq in seqs}
+        assert all(isinstance(got[i][-1], DoneEvent) for i in (1, 2))
+        assert any(len(batch) == 2 for batch in batches)  # both answers' events in one call
+        handed = {
+            sid: [event for batch in batches for seq_id, events in batch if seq_id == sid for event in events]
+            for sid in (1, 2)
+        }
+        for sid in (1, 2):
+            tokens = [event for event in got[sid] if isinstance(event, TokenEvent)]
+            assert len(tokens) >= 2 and [event for event in handed[sid] if isinstance(event, TokenEvent)] == tokens
+        # Sequence 1's reader was woken only by events sent outside steps (load, queued) and
+        # its end; sequence 2's by every event.
+        outside = [event for event in got[1] if not any(event is h for h in handed[1])]
+        assert len(woken[1]) == len(outside) + 1
+        assert len(woken[2]) == len(got[2])
+    finally:
+        engine.stop()
