@@ -110,6 +110,7 @@ class Outbox:
         self._ready = False  # connected, replies off: the engine thread may write
         self._lock = threading.Lock()
         self._retry_at = 0.0
+        self._outage = OutageLog(log, "the reply-less Redis connection")
 
     def send_now(self, messages: list[tuple[str, dict]]) -> bool:
         """Publish (group, message) pairs in one write, or nothing and False, at once."""
@@ -162,9 +163,10 @@ class Outbox:
                 raise redis.ResponseError("CLIENT REPLY OFF was refused")
             self._conn.send_command("CLIENT", "REPLY", "OFF")
         except Exception:
-            log.warning("no reply-less Redis connection; answers publish their events one by one", exc_info=True)
+            self._outage.failed("API answers' task threads publish their tokens until it connects")
             self._drop()
             return False
+        self._outage.ok()
         self._ready = True
         return True
 
