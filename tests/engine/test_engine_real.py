@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import queue
 import time
@@ -14,7 +15,7 @@ from django.conf import settings
 from inference.engine.budget import StepCostModel
 from inference.engine.engine import Engine
 from inference.engine.events import DoneEvent, EngineEvent, FinalEvent, PhaseEvent, TokenEvent
-from inference.engine.runner import Runner, RunnerConfig
+from inference.engine.runner import Runner, RunnerConfig, sampler_chain
 from inference.engine.scheduler import Scheduler
 from inference.engine.sequence import SamplingParams, Sequence
 from inference.engine.timing import PhaseClock, now_ns
@@ -213,6 +214,45 @@ def test_plain_greedy_picks_what_llama_cpps_greedy_sampler_picks(chunked):
     assert len(picks) >= 8
     assert all(argmax for argmax, _, _ in picks)
     assert [token for _, token, _ in picks] == [chain_token for _, _, chain_token in picks]
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_a_repeat_penalty_applied_in_place_picks_what_llama_cpps_penalties_sampler_picks(chunked, temperature):
+    """A repeat penalty alone is applied to the logits in place (runner._RepeatPenalty) instead of
+    by llama.cpp's penalties sampler, which looks the whole vocabulary up: the same token as a
+    chain with that sampler, every time, greedy or seeded."""
+    runner = chunked.runner
+    params = SamplingParams(max_tokens=40, temperature=temperature, repeat_penalty=1.5, seed=7, speculative=False)
+    reference = sampler_chain(params, n_vocab=runner.n_vocab)  # with llama.cpp's penalties sampler
+    data = np.zeros(runner.n_vocab, dtype=[("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+    picks: list[tuple[int, int, int]] = []
+    fast = runner.sample
+
+    def both(seq, index):
+        raw = runner.logits(index)  # a copy, taken before the penalty changes them in place
+        token = fast(seq, index)
+        data["id"], data["logit"], data["p"] = np.arange(runner.n_vocab), raw, 0.0
+        candidates = llama_cpp.llama_token_data_array(
+            data.ctypes.data_as(llama_cpp.llama_token_data_p), runner.n_vocab, -1, False
+        )
+        llama_cpp.llama_sampler_apply(reference, ctypes.byref(candidates))
+        expected = int(data["id"][candidates.selected])
+        llama_cpp.llama_sampler_accept(reference, expected)
+        picks.append((token, expected, int(raw.argmax())))
+        return token
+
+    runner.sample = both
+    try:
+        seq = make_seq(46 + int(temperature * 10), "Write a short poem about the sea, the sea, the sea.", params)
+        chunked.submit(seq)
+        events_until_end(seq)
+    finally:
+        del runner.sample
+        llama_cpp.llama_sampler_free(reference)
+    assert len(picks) >= 20
+    assert [token for token, _, _ in picks] == [expected for _, expected, _ in picks]
+    if temperature <= 0:
+        assert any(token != unpenalised for token, _, unpenalised in picks)  # the penalty changed a pick
 
 
 def test_chunked_prefill_keeps_every_step_within_the_budget_while_others_decode(chunked):
