@@ -66,12 +66,20 @@ def _publish(group: str, message: dict) -> None:
         _outage.ok()
 
 
+def relay_message(events: list[dict]) -> dict:
+    """The channel-layer message that carries a frame of an answer's events."""
+    return {"type": RELAY_TYPE, "events": events}
+
+
+def answer_group(generation) -> str:
+    """Where an answer's client listens: the chat sockets (per user), or the API request's own group."""
+    return user_group(generation.user_id) if generation.client == "chat" else generation_group(generation.id)
+
+
 def publish_for(generation, events: list[dict]) -> None:
     """Send an answer's events where its client listens: the chat sockets, or the API request."""
-    if not events:
-        return
-    group = user_group(generation.user_id) if generation.client == "chat" else generation_group(generation.id)
-    _publish(group, {"type": RELAY_TYPE, "events": events})
+    if events:
+        _publish(answer_group(generation), relay_message(events))
 
 
 def publish_dashboard(events: list[dict]) -> None:

@@ -17,7 +17,6 @@ answer's events arrive out of order.
 from __future__ import annotations
 
 import collections
-import threading
 from dataclasses import dataclass, field
 
 from inference import broadcast, events
@@ -54,8 +53,9 @@ class QuickAnswer:
 class StepRelay:
     def __init__(self, outbox: broadcast.Outbox | None = None):
         self.outbox = outbox or broadcast.Outbox()
+        # Task threads add and remove their answers, the engine thread reads: single dict
+        # operations, atomic under the interpreter lock, so no lock of its own.
         self._answers: dict[int, QuickAnswer] = {}
-        self._lock = threading.Lock()
 
     def register(self, generation_id: int) -> QuickAnswer | None:
         """Put an answer on the quick path before its sequence is submitted; None when the
@@ -63,13 +63,11 @@ class StepRelay:
         if not self.outbox.connect():
             return None
         answer = QuickAnswer(generation_id, broadcast.generation_group(generation_id))
-        with self._lock:
-            self._answers[generation_id] = answer
+        self._answers[generation_id] = answer
         return answer
 
     def unregister(self, generation_id: int) -> None:
-        with self._lock:
-            self._answers.pop(generation_id, None)
+        self._answers.pop(generation_id, None)
 
     def __call__(self, batch: list[tuple[object, list[EngineEvent]]]) -> set[int]:
         """Engine.on_events: publish the step's events of the answers on the quick path; the
@@ -82,7 +80,7 @@ class StepRelay:
             streamed = [e for e in step_events if isinstance(e, TokenEvent | PhaseEvent)]
             if streamed:
                 frame = [wire_event(answer.generation_id, e) for e in streamed]
-                messages.append((answer.group, {"type": broadcast.RELAY_TYPE, "events": frame}))
+                messages.append((answer.group, broadcast.relay_message(frame)))
                 sent.append((answer, streamed))
         if not messages:
             return set()

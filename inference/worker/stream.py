@@ -270,8 +270,8 @@ class _Relay:
         self.ended = True
         frame = [*frame, end] if end else frame
         # Through the engine thread's connection while its tokens went there: after them.
-        message = {"type": broadcast.RELAY_TYPE, "events": frame}
-        if not (frame and self.quick and self.quick.on and STEP_RELAY.outbox.send([(self.quick.group, message)])):
+        quick = self.quick is not None and self.quick.on
+        if not (frame and quick and STEP_RELAY.outbox.send([(self.quick.group, broadcast.relay_message(frame))])):
             broadcast.publish_for(self.generation, frame)
         if end:
             broadcast.publish_dashboard([events.request_done(self.generation)])
