@@ -49,7 +49,7 @@ $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
 	$(BIN)/pip install -r requirements-dev.txt
 	touch $@
 
-install: llama-cpp $(VENV)/.installed
+install: $(VENV)/.installed
 
 install-dev: $(VENV)/.installed-dev
 

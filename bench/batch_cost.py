@@ -13,8 +13,6 @@ docs/performance.md has the last run, with and without AMX.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import statistics
 import sys
 import time
@@ -23,58 +21,36 @@ from pathlib import Path
 import llama_cpp
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from inference.engine.runner import Runner, RunnerConfig  # noqa: E402
+
 MODELS = Path(__file__).resolve().parent.parent / "data" / "models"
 DEFAULT_MODELS = (MODELS / "SmolLM2-135M-Instruct.Q4_1.gguf", MODELS / "gemma-3-270m-q4_k_m.gguf")  # settings.BUNDLED_*
-SIZES = (1, 2, 3, 5, 9, 16)
-TEXT = b"The quick brown fox jumps over the lazy dog. Paris is the capital of France, and Berlin is the capital of"
-
-
-@contextlib.contextmanager
-def _quiet_stderr():
-    """llama.cpp logs every tensor at load; keep the table readable."""
-    saved = os.dup(2)
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+SIZES = (1, 2, 3, 4, 5, 8, 9, 16)
+TEXT = "The quick brown fox jumps over the lazy dog. Paris is the capital of France, and Berlin is the capital of"
 
 
 class Decoder:
-    """One model and one context, with a batch that can hold a whole ubatch."""
+    """The engine's own Runner (one slot: the same context settings the engine decodes with),
+    and a batch that holds a whole ubatch; decodes given tokens in slot 0."""
 
     def __init__(self, model_path: Path, threads: int, n_ctx: int = 4096):
-        llama_cpp.llama_backend_init()
-        with _quiet_stderr():
-            model_params = llama_cpp.llama_model_default_params()
-            self.model = llama_cpp.llama_model_load_from_file(str(model_path).encode(), model_params)
-            if not self.model:
-                raise SystemExit(f"cannot load {model_path}")
-            params = llama_cpp.llama_context_default_params()
-            params.n_ctx, params.n_batch, params.n_ubatch = n_ctx, 512, 512
-            params.n_threads = params.n_threads_batch = threads
-            self.ctx = llama_cpp.llama_init_from_model(self.model, params)
-        self.vocab = llama_cpp.llama_model_get_vocab(self.model)
-        self.n_vocab = llama_cpp.llama_vocab_n_tokens(self.vocab)
+        config = RunnerConfig(model_path=model_path, n_ctx_seq=n_ctx, n_slots=1, n_batch=512, n_threads=threads)
+        self.runner = Runner(config)
+        self.runner.load()  # llama.cpp's log goes to Python logging (warnings only)
+        self.ctx = self.runner.ctx
         self.memory = llama_cpp.llama_get_memory(self.ctx)
-        self.batch = llama_cpp.llama_batch_init(512, 0, 1)
 
     def close(self) -> None:
-        llama_cpp.llama_batch_free(self.batch)
-        with _quiet_stderr():
-            llama_cpp.llama_free(self.ctx)
-            llama_cpp.llama_model_free(self.model)
+        self.runner.close()
 
-    def tokenize(self, text: bytes) -> list[int]:
-        out = (llama_cpp.llama_token * 512)()
-        n = llama_cpp.llama_tokenize(self.vocab, text, len(text), out, 512, True, False)
-        return list(out[:n])
+    def tokenize(self, text: str) -> list[int]:
+        return self.runner.tokenize(text)
 
     def decode(self, tokens: list[int], start: int, all_logits: bool = True) -> float:
         """Decode tokens at positions start.. in sequence 0; seconds taken."""
-        batch = self.batch
+        batch = self.runner._batch
         batch.n_tokens = len(tokens)
         for i, token in enumerate(tokens):
             batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, start + i, 1
@@ -86,7 +62,7 @@ class Decoder:
         return time.perf_counter() - began
 
     def logits(self, i: int) -> np.ndarray:
-        return np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.ctx, i), shape=(self.n_vocab,)).copy()
+        return self.runner.logits(i)
 
     def clear(self, from_pos: int = 0) -> None:
         llama_cpp.llama_memory_seq_rm(self.memory, 0, from_pos, -1)

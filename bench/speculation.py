@@ -2,8 +2,13 @@
 
 Three tasks: summarise-and-quote (the answer quotes its passage), code-edit (the answer returns
 a 40-line function with one name changed), free writing (nothing to copy). Each round runs
-every task without and then with prompt-lookup drafts on one engine, so a busy box slows both
-alike; the ratio of decode tok/s per round is what counts. Each pair's texts must be identical.
+every task without and with prompt-lookup drafts on one engine (which first alternates by
+round), so a busy box slows both alike; the ratio of decode tok/s per round is what counts.
+Each pair's texts must be identical.
+
+The tasks come as chat messages (TASKS, for an instruction-tuned model such as the bundled chat
+model) or, with `completion`, as completion prompts that lead a base model (the bundled Gemma 3)
+into the same answers (COMPLETION_TASKS, as an API client's /v1/completions would send them).
 """
 
 from __future__ import annotations
@@ -50,6 +55,19 @@ TASKS = {
     "free-writing": "Write a short story about a fox who learns to sail.",
 }
 
+COMPLETION_TASKS = {
+    "summarise-and-quote": (
+        f"Passage: {PASSAGE}\n\n"
+        "Task: quote the sentence about the lighthouse exactly, then summarise the passage in two sentences.\n\n"
+        'Quote: "'
+    ),
+    "code-edit": (
+        f"Original function:\n```python\n{FUNCTION}\n```\n\n"
+        "The same function with the variable x renamed to values:\n```python\ndef summarise(values, limit):\n"
+    ),
+    "free-writing": "A short story about a fox who learns to sail.\n\nOnce upon a time,",
+}
+
 
 @dataclass(frozen=True)
 class SpeculationConfig:
@@ -58,11 +76,23 @@ class SpeculationConfig:
     max_tokens: int = 256
     threads: int = 0
     gpu_layers: int = 0
+    completion: bool = False  # COMPLETION_TASKS (a base model) instead of TASKS
 
 
-def _answer(engine: Engine, seq_id: int, text: str, params: SamplingParams) -> DoneEvent:
-    messages = [{"role": "user", "content": text}]
-    seq = Sequence(seq_id=seq_id, messages=messages, params=params, clock=PhaseClock(now_ns()))
+def _answer(engine: Engine, seq_id: int, text: str, params: SamplingParams, *, completion: bool) -> DoneEvent:
+    messages = [] if completion else [{"role": "user", "content": text}]
+    raw_prompt = text if completion else None
+    # Each answer its own owner: no answer reuses the cache of the one before, so both ways of
+    # decoding start alike (a reused prompt's last token is read alone, not in the prompt's
+    # batch, and its logits differ in the last bits).
+    seq = Sequence(
+        seq_id=seq_id,
+        messages=messages,
+        params=params,
+        clock=PhaseClock(now_ns()),
+        raw_prompt=raw_prompt,
+        owner=f"bench-{seq_id}",
+    )
     engine.submit(seq)
     while True:
         event = seq.events.get(timeout=600)
@@ -87,13 +117,21 @@ def run(cfg: SpeculationConfig, log=print) -> dict:
     ids = itertools.count(1)
     greedy = SamplingParams(max_tokens=cfg.max_tokens, temperature=0.0, repeat_penalty=1.0)
     load_before = os.getloadavg()
-    results: dict[str, dict] = {name: {"ratios": [], "plain_tps": [], "spec_tps": []} for name in TASKS}
+    tasks = COMPLETION_TASKS if cfg.completion else TASKS
+    results: dict[str, dict] = {name: {"ratios": [], "plain_tps": [], "spec_tps": []} for name in tasks}
+    speculative = dataclasses.replace(greedy, speculative=True)
     try:
-        _answer(engine, next(ids), "Hello", greedy)  # loads the model
+        _answer(engine, next(ids), "Hello", greedy, completion=cfg.completion)  # loads the model
         for round_no in range(cfg.rounds):
-            for name, text in TASKS.items():
-                plain = _answer(engine, next(ids), text, greedy)
-                spec = _answer(engine, next(ids), text, dataclasses.replace(greedy, speculative=True))
+            for name, text in tasks.items():
+                # Which way goes first alternates by round: the second answer of a pair finds
+                # the cache where the first left it, and may run a little slower for it.
+                if round_no % 2 == 0:
+                    plain = _answer(engine, next(ids), text, greedy, completion=cfg.completion)
+                    spec = _answer(engine, next(ids), text, speculative, completion=cfg.completion)
+                else:
+                    spec = _answer(engine, next(ids), text, speculative, completion=cfg.completion)
+                    plain = _answer(engine, next(ids), text, greedy, completion=cfg.completion)
                 row = results[name]
                 row["identical"] = row.get("identical", True) and plain.text == spec.text
                 row["plain_tps"].append(plain.metrics["output_tps"])
@@ -101,6 +139,7 @@ def run(cfg: SpeculationConfig, log=print) -> dict:
                 row["ratios"].append(spec.metrics["output_tps"] / plain.metrics["output_tps"])
                 m = spec.metrics
                 row.update(
+                    text=plain.text,
                     output_tokens=m["output_tokens"],
                     drafted=m["spec_drafted"],
                     accepted=m["spec_accepted"],
@@ -117,6 +156,7 @@ def run(cfg: SpeculationConfig, log=print) -> dict:
         "threads": threads,
         "rounds": cfg.rounds,
         "max_tokens": cfg.max_tokens,
+        "completion": cfg.completion,
         "load_before": load_before,
         "load_after": os.getloadavg(),
         "tasks": results,
@@ -126,7 +166,8 @@ def run(cfg: SpeculationConfig, log=print) -> dict:
 
 def markdown(result: dict) -> str:
     lines = [
-        f"Model {result['model']}, {result['threads']} threads, greedy, {result['max_tokens']} tokens at most, "
+        f"Model {result['model']}, {'completion prompts' if result.get('completion') else 'chat messages'}, "
+        f"{result['threads']} threads, greedy, {result['max_tokens']} tokens at most, "
         f"{result['rounds']} interleaved rounds; load average {result['load_before'][0]:.1f} before, "
         f"{result['load_after'][0]:.1f} after.",
         "",
@@ -145,4 +186,4 @@ def markdown(result: dict) -> str:
 
 
 def write(result: dict, folder: Path) -> Path:
-    return write_json(result, folder, "speculation")
+    return write_json(result, folder, "speculation-completion" if result.get("completion") else "speculation")

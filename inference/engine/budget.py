@@ -34,6 +34,7 @@ from collections import deque
 
 WINDOW = 9  # recent steps per estimate: enough to outvote a noisy step, few enough to follow drift
 MIN_PREFILL_TO_LEARN = 8  # smaller chunks are dominated by fixed overhead
+MIN_MEASURED = 3  # steps of a size seen before measured_decode_ms() answers for it
 
 
 UNLIMITED = 1 << 30  # the scheduler clamps it to the batch size
@@ -52,6 +53,14 @@ class StepCostModel:
     def per_prompt_token_ms(self) -> float | None:
         """What one prompt token adds to a step that also decodes; None until seen."""
         return statistics.median(self._per_token) if self._per_token else None
+
+    def measured_decode_ms(self, n_decode: int) -> float | None:
+        """What a decode-only step of n_decode tokens has cost here (the median of recent
+        ones), or None before MIN_MEASURED were seen (speculation.py sizes drafts by it: the
+        first step of a new size is often slow, llama.cpp sizing its buffers for it, and one
+        such step alone would keep that size from being tried again)."""
+        times = self._decode.get(n_decode)
+        return statistics.median(times) if times and len(times) >= MIN_MEASURED else None
 
     def decode_cost(self, n_decode: int) -> float | None:
         if n_decode <= 0:

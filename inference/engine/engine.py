@@ -25,7 +25,7 @@ from inference.engine.prompt import Prompt
 from inference.engine.runner import Runner
 from inference.engine.scheduler import Scheduler
 from inference.engine.sequence import SeqStatus, Sequence, StopStringFilter
-from inference.engine.speculation import PromptLookup
+from inference.engine.speculation import DRAFT_MAX, PromptLookup
 from inference.engine.step import Step
 from inference.engine.timing import NS_PER_MS, now_ns, perf_to_wall_ns
 
@@ -249,7 +249,7 @@ class Engine:
         # No drafts under a grammar: the grammar sampler would have to accept and roll back
         # each draft token; a JSON answer or a tool call is decoded token by token.
         if seq.params.speculative and prompt.grammar is None:
-            seq.speculator = PromptLookup()
+            seq.speculator = PromptLookup(k_max=DRAFT_MAX, step_cost=self.cost_model.measured_decode_ms)
             seq.speculator.extend(seq.prompt_tokens)
             seq.n_ctx = self.runner.config.n_ctx_seq
         self._by_id[seq.seq_id] = seq

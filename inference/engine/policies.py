@@ -75,10 +75,12 @@ class Batched(Policy):
         decoding = [seq for seq in state.running if not seq.in_prefill]
         room = self.step_tokens(state, len(decoding)) - len(decoding)
         step = Step()
+        base = len(decoding)  # the step's decode tokens: one per decode, then the drafts
         for seq in decoding:  # speculating sequences' drafts take room before the prompts
-            chunk = decode_chunk(seq, room)
+            chunk = decode_chunk(seq, room, base)
             step.chunks.append(chunk)
             room -= len(chunk.draft)
+            base += len(chunk.draft)
         for seq in self.prompt_order([seq for seq in state.running if seq.in_prefill]):
             if room <= 0:
                 room = self.starved_room(state, step)

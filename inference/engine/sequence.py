@@ -143,13 +143,13 @@ class Sequence:
         """The KV position the next token fed to the model will take."""
         return self.num_computed + max(len(self.output_tokens) - 1, 0)
 
-    def draft(self, room: int) -> tuple[int, ...]:
+    def draft(self, room: int, base: int = 1) -> tuple[int, ...]:
         """Draft tokens for this sequence's next decode step, at most `room`, none past its
         max_tokens or its context (the last emitted token and the draft all take KV positions)."""
         if self.speculator is None:
             return ()
         left = min(self.params.max_tokens - len(self.output_tokens), self.n_ctx - self.position - 1) - 1
-        return tuple(self.speculator.draft(min(room, left)))
+        return tuple(self.speculator.draft(min(room, left), base))
 
     def emit(self, event: EngineEvent) -> None:
         if self.held is not None:

@@ -39,7 +39,8 @@ class Step:
         return sum(len(c.draft) for c in self.chunks)
 
 
-def decode_chunk(seq: Sequence, room: int) -> Chunk:
-    """A decoding sequence's chunk: its last token, and a draft of at most `room` tokens."""
-    draft = seq.draft(room)
+def decode_chunk(seq: Sequence, room: int, base: int = 1) -> Chunk:
+    """A decoding sequence's chunk: its last token, and a draft of at most `room` tokens (in a
+    step that holds `base` decode tokens with this one's last token)."""
+    draft = seq.draft(room, base)
     return Chunk(seq, 1 + len(draft), False, draft)

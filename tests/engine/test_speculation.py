@@ -3,10 +3,11 @@ engine's sample-and-compare check of a draft, on a scripted runner."""
 
 from __future__ import annotations
 
+from inference.engine.budget import StepCostModel
 from inference.engine.engine import Engine
 from inference.engine.scheduler import Scheduler
 from inference.engine.sequence import SamplingParams, Sequence
-from inference.engine.speculation import PromptLookup, speculation_rates
+from inference.engine.speculation import DRAFT_MAX, PRIOR_SLOPE, PromptLookup, speculation_rates
 from inference.engine.timing import PhaseClock
 from tests.engine.fake_engine import make_seq
 
@@ -53,6 +54,66 @@ def test_drafts_rest_after_misses_in_a_row():
     drafter.feedback(1, 0)
     assert [drafter.draft(8) for _ in range(3)] == [[], [], []]
     assert drafter.draft(8) == [3, 1, 2][: drafter.k]
+
+
+def test_with_step_costs_a_draft_is_sized_by_what_it_pays():
+    """k draft tokens promise 1 + p + ... + p^k tokens for a step of cost(1 + k): on a box where a
+    step costs as many one-token steps as it has tokens nothing pays; where it costs about one
+    step (a GPU), as long a draft as the text gives."""
+    text = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2]
+    cpu = lookup(text, step_cost=lambda n: 10.0 * n)
+    cpu._hits, cpu._trials = 9.0, 10.0  # p = 0.9
+    assert cpu.draft(16) == []
+    gpu = lookup(text, k_max=DRAFT_MAX, step_cost=lambda n: 10.0 + 0.1 * n)
+    gpu._hits, gpu._trials = 9.0, 10.0
+    assert gpu.draft(16) == [3, 4, 5, 6, 7, 8, 9, 10, 1, 2]
+    assert gpu.draft(4) == [3, 4, 5, 6]  # never past the room
+    gpu._hits, gpu._trials = 1.0, 10.0  # p = 0.1: one token, for 1% more step time, pays 9%
+    assert gpu.draft(16) == [3]
+    gpu._hits, gpu._trials = 0.2, 10.0  # p = 0.02: even that is not worth it
+    assert gpu.draft(16) == []
+
+
+def test_the_draft_not_sent_is_judged_against_the_answer_for_free():
+    drafter = lookup([1, 2, 3, 4, 1, 2], step_cost=lambda n: 10.0 * n)
+    before = drafter.acceptance
+    assert drafter.draft(8) == []  # not worth sending: it becomes the shadow
+    drafter.extend([3, 4])  # the model wrote what the draft said
+    assert drafter.acceptance > before
+    drafter.draft(8)
+    drafter.extend([9])  # and now it did not
+    assert drafter.acceptance < 1.0
+
+
+def test_unmeasured_step_sizes_are_interpolated_and_hoped_for_past_the_largest():
+    drafter = PromptLookup(step_cost={1: 10.0, 4: 16.0}.get)
+    costs = drafter._step_costs(1, 6)
+    assert costs[:4] == [10.0, 12.0, 14.0, 16.0]  # 2 and 3 on the line from 1 to 4
+    assert costs[4] == 16.0 + PRIOR_SLOPE * 10.0  # past 4: PRIOR_SLOPE of a step per token
+
+
+def test_after_an_accepted_draft_the_next_one_copies_on_from_the_same_place():
+    """An edit renames in place: the n-gram's latest occurrence would be the answer's previous
+    line; the draft goes on from where the last one was copied, past the renamed token."""
+    line = lambda n: [10, n, 11, 12, n, 13]  # noqa: E731  "part_n = x[n] ..." in tokens
+    source = line(1) + line(2) + line(3)
+    drafter = lookup([*source, 99, *line(1)[:2]], n_min=2, k_start=4)  # the answer: line 1 begun
+    assert drafter.draft(4) == [11, 12, 1, 13]
+    drafter.feedback(4, 2)  # 11 12 kept; the model wrote 7 where the source has 1 (a rename)
+    drafter.extend([11, 12, 7])
+    assert drafter.draft(4) == [13, 10, 2]  # the source's line 1 goes on, then its line 2 (k: 2 + 1)
+    drafter.feedback(4, 0)
+    drafter.extend([5])
+    assert drafter._copy_lag is None  # nothing accepted: back to looking the n-gram up
+
+
+def test_a_size_counts_as_measured_after_a_few_steps():
+    model = StepCostModel(None, stall_factor=2.0)
+    model.observe(n_prefill=0, n_decode=4, ms=90.0)  # a new size's first step: often slow
+    assert model.measured_decode_ms(4) is None
+    for ms in (40.0, 41.0):
+        model.observe(n_prefill=0, n_decode=4, ms=ms)
+    assert model.measured_decode_ms(4) == 41.0
 
 
 def test_a_sequence_drafts_within_its_max_tokens_and_context():
@@ -109,7 +170,8 @@ def verify(picks: dict[int, int], draft: tuple[int, ...]) -> tuple[list[int], Sc
     engine = Engine(runner=runner, scheduler=Scheduler(policy="chunked", n_slots=1, n_batch=64, token_budget=64))
     try:
         seq = Sequence(seq_id=1, messages=[], params=SamplingParams(max_tokens=50), clock=PhaseClock(t_arrive=0))
-        seq.num_computed, seq.output_tokens, seq.speculator = 10, [4], PromptLookup()
+        seq.num_computed, seq.output_tokens, seq.speculator = 10, [4], lookup([1, 2, 3, 1, 2])
+        seq.n_ctx = 4096
         return engine._verify(seq, 0, draft), runner, seq
     finally:
         engine.stop()

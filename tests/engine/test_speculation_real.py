@@ -33,6 +33,10 @@ def engine():
         RunnerConfig(model_path=settings.BUNDLED_CHAT_MODEL_PATH, n_ctx_seq=2048, n_slots=2, n_batch=512, n_threads=2)
     )
     engine = Engine(runner=runner, scheduler=Scheduler(policy="chunked", n_slots=2, n_batch=512, token_budget=64))
+    # Step costs as on a GPU (a batch about as dear as one token): the drafts are then sent
+    # wherever the text repeats, whatever this box's timings, for these tests check what drafts
+    # do, not whether they pay (test_speculation.py checks the sizing).
+    engine.cost_model.measured_decode_ms = lambda n: 10.0 + 0.1 * n
     yield engine
     engine.stop()
 

@@ -159,6 +159,35 @@ def test_speculation_is_on_by_the_servers_policy_and_off_per_request(answer, set
     assert params.speculative is speculative
 
 
+def test_a_phase_event_does_not_hold_the_first_token_back(db, monkeypatch, settings):
+    """Frames hold tokens that follow a token; the first token goes at once even when a phase
+    event (the prompt's progress) went out just before it."""
+    settings.HOMEAI_API_FRAME_MS = 1000
+    api = generation_create_api(user=factories.user(), client="curl", prompt="Hello?", max_tokens=8)
+    holds: list[float] = []
+    gather = stream._gather
+
+    def watched(events, hold_until):
+        holds.append(hold_until - time.monotonic())
+        return gather(events, hold_until)
+
+    def rest_of_the_answer(seq):
+        def later():
+            while len(holds) < 2:
+                time.sleep(0.01)
+            seq.events.put(TokenEvent("Hi", 1.0))
+            seq.events.put(DoneEvent(text="Hi", finish_reason="stop", notice="", metrics=METRICS))
+
+        threading.Thread(target=later, daemon=True).start()
+
+    monkeypatch.setattr(stream, "_gather", watched)
+    run_with(monkeypatch, StandInEngine([PhaseEvent("prefill", done=3, total=6)], on_submit=rest_of_the_answer))
+    stream.generation_run(generation_id=api.id)
+    api.refresh_from_db()
+    assert api.status == "done" and api.token_texts == ["Hi"]
+    assert holds[0] <= 0 and holds[1] <= 0  # after the phase event, the token was not held
+
+
 @pytest.mark.parametrize(("frame_ms", "held_s"), [(0, 0.0), (1000, 1.0)])
 def test_an_api_streams_frames_follow_the_servers_setting(db, monkeypatch, settings, frame_ms, held_s):
     """HOMEAI_API_FRAME_MS: 0 sends every token as it comes; above 0 a frame holds the tokens that
