@@ -137,6 +137,7 @@ class PromptLookup:
         else:
             self._shadow = []
             self._learn(0, 1)
+            self._copy_lag = None  # the answer left the place it was copying: look the n-gram up
 
     def _worth(self, k_max: int, base: int) -> int:
         """The draft length, 0 to k_max, that gives the most tokens per ms of the step."""

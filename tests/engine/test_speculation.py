@@ -107,6 +107,16 @@ def test_after_an_accepted_draft_the_next_one_copies_on_from_the_same_place():
     assert drafter._copy_lag is None  # nothing accepted: back to looking the n-gram up
 
 
+def test_a_draft_not_sent_that_misses_ends_the_copying_too():
+    """Where no draft pays, the cursor's draft is only judged (the shadow); when the answer leaves
+    the copied text there, later drafts look the n-gram up again instead of the stale place."""
+    drafter = lookup([1, 2, 3, 4, 5, 6, 1, 2], step_cost=lambda n: 10.0 * n)
+    drafter._copy_lag = 6  # copying from tokens[2:], as after an accepted draft
+    assert drafter.draft(4) == [] and drafter._shadow == [3, 4, 5, 6]
+    drafter.extend([9])  # the answer went elsewhere
+    assert drafter._copy_lag is None
+
+
 def test_a_size_counts_as_measured_after_a_few_steps():
     model = StepCostModel(None, stall_factor=2.0)
     model.observe(n_prefill=0, n_decode=4, ms=90.0)  # a new size's first step: often slow
