@@ -167,7 +167,7 @@ class PromptLookup:
         token more (hopeful, so that a longer draft is tried and measured)."""
         measured = {n: ms for n in range(first, last + 1) if (ms := self.step_cost(n))}
         if first not in measured:
-            measured[first] = 1.0  # nothing measured yet: relative costs from the prior alone
+            measured = {first: 1.0}  # no step of this size yet: relative costs from the prior alone
         known = sorted(measured)
         costs = []
         for n in range(first, last + 1):

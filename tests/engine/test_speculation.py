@@ -90,6 +90,8 @@ def test_unmeasured_step_sizes_are_interpolated_and_hoped_for_past_the_largest()
     costs = drafter._step_costs(1, 6)
     assert costs[:4] == [10.0, 12.0, 14.0, 16.0]  # 2 and 3 on the line from 1 to 4
     assert costs[4] == 16.0 + PRIOR_SLOPE * 10.0  # past 4: PRIOR_SLOPE of a step per token
+    unmeasured_base = PromptLookup(step_cost={4: 16.0}.get)._step_costs(2, 4)
+    assert unmeasured_base == [1.0, 1.0 + PRIOR_SLOPE / 2, 1.0 + PRIOR_SLOPE]  # the prior alone, not ms
 
 
 def test_after_an_accepted_draft_the_next_one_copies_on_from_the_same_place():
