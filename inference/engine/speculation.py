@@ -41,8 +41,7 @@ PRIOR_SLOPE = 0.5
 # The longest draft the engine sizes by cost: a 16-token step cost Gemma 3 4.8 one-token steps
 # on a 2-core AVX2 CPU (bench/batch_cost.py), so a copied span can pay for long drafts.
 DRAFT_MAX = 15
-K_LIMIT = 16  # the costs are worked out for drafts up to this long
-COSTS_EVERY = 16
+COSTS_EVERY = 16  # drafts between two workings-out of the step costs
 
 
 class PromptLookup:
@@ -101,16 +100,7 @@ class PromptLookup:
         if limit < 1:
             return []
         tokens = self.tokens
-        for n in range(self.n_max, self.n_min - 1, -1):
-            if len(tokens) <= n:
-                continue
-            start = self._next.get(tuple(tokens[-n:]))
-            if start is not None:
-                break
-        else:
-            start = None
-        if self._copy_lag is not None:
-            start = len(tokens) - self._copy_lag
+        start = len(tokens) - self._copy_lag if self._copy_lag is not None else self._lookup()
         if start is None:
             return []
         found = tokens[start : start + limit]
@@ -119,6 +109,14 @@ class PromptLookup:
             self._shadow = found
         self._sent_from = start
         return found[:k]
+
+    def _lookup(self) -> int | None:
+        """Where the text went on after the latest earlier occurrence of its longest suffix."""
+        tokens = self.tokens
+        for n in range(self.n_max, self.n_min - 1, -1):
+            if len(tokens) > n and (start := self._next.get(tuple(tokens[-n:]))) is not None:
+                return start
+        return None
 
     @property
     def acceptance(self) -> float:
@@ -157,7 +155,7 @@ class PromptLookup:
         costs move slowly, and working them out takes a sixtieth of a small model's step)."""
         cached = self._costs
         if cached is None or cached[0] != base or cached[1] <= 0 or len(cached[2]) <= k_max:
-            cached = (base, COSTS_EVERY, self._step_costs(base, base + max(K_LIMIT, k_max)))
+            cached = (base, COSTS_EVERY, self._step_costs(base, base + max(DRAFT_MAX, k_max)))
         self._costs = (base, cached[1] - 1, cached[2])
         return cached[2]
 

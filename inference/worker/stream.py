@@ -229,15 +229,14 @@ class _Relay:
             # Events the engine thread published do not wake this thread: it takes them
             # when its wait for the first event times out (CANCEL_POLL_S).
             ready = _gather(seq.events, next_frame)
-            if any(isinstance(ev, TokenEvent) for ev in ready):
-                # The next frame holds what comes within frame_every of this one; until the
-                # first token, nothing is held (a phase event must not delay it).
-                next_frame = time.monotonic() + self.frame_every
             frame, final = [], None
             for ev in ready:
                 self.feed.observe(ev)
                 if isinstance(ev, TokenEvent):
                     self.pieces.append(ev.text)
+                    # The next frame holds what comes within frame_every of this one; until the
+                    # first token, nothing is held (a phase event must not delay it).
+                    next_frame = time.monotonic() + self.frame_every
                 if isinstance(ev, DoneEvent | ErrorEvent):
                     final = ev
                 elif quick is None or not quick.was_published(ev):
