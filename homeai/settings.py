@@ -215,6 +215,10 @@ HOMEAI_SPECULATION = env_choice("HOMEAI_SPECULATION", "off", ("ngram", "off"))
 HOMEAI_TOKEN_BUDGET = env_int("HOMEAI_TOKEN_BUDGET", 64, minimum=1)
 HOMEAI_TARGET_ITL_MS = env_float("HOMEAI_TARGET_ITL_MS", 0.0, minimum=0.0)
 HOMEAI_STALL_FACTOR = env_float("HOMEAI_STALL_FACTOR", 2.0, minimum=0.0)
+# chunked: beyond that, the chats' steps may stall once by up to this many ms, so prompts that
+# arrive together are read together (an allowance that refills as steps run under their target;
+# budget.py). 0: every step keeps to the target.
+HOMEAI_STALL_BURST_MS = env_float("HOMEAI_STALL_BURST_MS", 500.0, minimum=0.0)
 # API streams (OpenAI's, Ollama's): 0 sends every token as it comes; above 0, tokens that come
 # within this many ms of a frame go out in the next one (the chat page's frames are 100 ms).
 # Fewer frames are fewer wake-ups of the relay, Redis and daphne per token, each taking a core

@@ -4,7 +4,8 @@
 - continuous: every running sequence decodes, waiting prompts fill the rest of the batch
   (llama-server: a long prompt stalls every active chat for its whole prefill).
 - chunked: decodes first, then prompt chunks up to a token budget per step (Sarathi-Serve),
-  shortest remaining prompt first.
+  shortest remaining prompt first; past the budget, prompts not begun yet go in whole within a
+  burst allowance (budget.py).
 
 A policy is a class with a `name` and `schedule(state) -> Step | None`, listed in POLICIES;
 adding one is a class here and its test. A speculating sequence's decode carries draft tokens
@@ -34,6 +35,9 @@ class SchedulerState(Protocol):
 
     def step_budget(self, n_decode: int) -> int:
         """Tokens allowed in a budgeted step beside n_decode decodes, decodes included."""
+
+    def step_burst(self, n_decode: int) -> int:
+        """Tokens a budgeted step may add past step_budget() for prompts that then fit whole."""
 
 
 class Policy(abc.ABC):
@@ -81,14 +85,26 @@ class Batched(Policy):
             step.chunks.append(chunk)
             room -= len(chunk.draft)
             base += len(chunk.draft)
+        burst = self.burst_room(state, len(decoding))
+        firsts = 0  # prompts this step finishes: their first tokens come out of it
         for seq in self.prompt_order([seq for seq in state.running if seq.in_prefill]):
+            need, have = seq.remaining_prompt, max(room, 0)
+            whole = have < need <= have + burst and not seq.prompt_begun
+            if whole and step.num_tokens + need <= state.n_batch:
+                burst -= need - have  # the whole prompt, with the burst allowance
+                room = need
             if room <= 0:
                 room = self.starved_room(state, step)
                 if room <= 0:
                     break
-            n = min(seq.remaining_prompt, room)
+            n = min(need, room)
+            if n < need and firsts and not decoding:
+                n = min(n, self.beside_first_tokens(state, firsts))
+                if n <= 0:
+                    break
             step.chunks.append(Chunk(seq, n, True))
             room -= n
+            firsts += n == need
         return step if step.chunks else None
 
     @abc.abstractmethod
@@ -102,6 +118,16 @@ class Batched(Policy):
     def starved_room(self, state: SchedulerState, step: Step) -> int:
         """Prompt tokens allowed once the step is full; default: none, the prompts wait."""
         return 0
+
+    def burst_room(self, state: SchedulerState, n_decode: int) -> int:
+        """Tokens past step_tokens() for prompts that then go in whole; default: none."""
+        return 0
+
+    def beside_first_tokens(self, state: SchedulerState, firsts: int) -> int:
+        """In a step nothing decodes in, the slice a prompt that does not finish may take
+        beside `firsts` prompts that do (whose first tokens wait for the step); default: the
+        room the step has."""
+        return state.n_batch
 
 
 class Continuous(Batched):
@@ -121,6 +147,18 @@ class Chunked(Batched):
 
     def step_tokens(self, state: SchedulerState, n_decode: int) -> int:
         return state.step_budget(n_decode)
+
+    def beside_first_tokens(self, state: SchedulerState, firsts: int) -> int:
+        # A document read beside questions that finish in this step would delay their first
+        # tokens by its whole slice (a 512-token batch: about 0.4 s on 2 cores); it gets what
+        # the budget allows beside that many decodes, as it will in the steps after.
+        return state.step_budget(firsts) - firsts
+
+    def burst_room(self, state: SchedulerState, n_decode: int) -> int:
+        # Prompts that arrived together start together: prompts not begun yet may go past the
+        # budget whole, within the cost model's allowance (budget.py). A document goes in
+        # slices from its first to its last: its tail never takes the allowance either.
+        return state.step_burst(n_decode)
 
     def prompt_order(self, prompts: list[Sequence]) -> list[Sequence]:
         # Shortest remaining prompt first (ties: the oldest): a question asked while a long

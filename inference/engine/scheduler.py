@@ -18,7 +18,8 @@ class Scheduler:
 
     `budget_fn(n_decode)`, when given, sizes each chunked step (decodes included) instead of
     the fixed `token_budget`: the engine passes its cost model's answer to "how many tokens fit
-    the target step time". `admit(seq, free_slots)` chooses the slot a sequence starts in and
+    the target step time", and as `burst_fn(n_decode)` how many more a step may take for prompts
+    that then fit whole (budget.py's allowance). `admit(seq, free_slots)` chooses the slot a sequence starts in and
     may set `seq.num_computed` for a prefix already cached there (the engine's prefix reuse);
     default: the lowest free slot, nothing cached.
     """
@@ -33,12 +34,14 @@ class Scheduler:
         n_batch: int,
         token_budget: int | None = None,
         budget_fn: Callable[[int], int | None] | None = None,
+        burst_fn: Callable[[int], int] | None = None,
         admit: AdmitHook | None = None,
     ):
         self.set_policy(policy)
         self.n_batch = n_batch
         self.token_budget = min(token_budget or n_batch, n_batch)
         self.budget_fn = budget_fn
+        self.burst_fn = burst_fn
         self.admit_hook = admit
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
@@ -59,6 +62,10 @@ class Scheduler:
         if budget is None:
             budget = self.token_budget
         return max(1, min(int(budget), self.n_batch))
+
+    def step_burst(self, n_decode: int) -> int:
+        """Tokens a chunked step may add past step_budget() for prompts that then fit whole."""
+        return max(0, self.burst_fn(n_decode)) if self.burst_fn else 0
 
     def add(self, seq: Sequence) -> None:
         seq.status = SeqStatus.WAITING

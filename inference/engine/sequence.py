@@ -139,6 +139,11 @@ class Sequence:
         return self.prompt_len - self.num_computed
 
     @property
+    def prompt_begun(self) -> bool:
+        """Whether a slice of the prompt was evaluated already (a reused prefix does not count)."""
+        return self.num_computed > self.num_cached
+
+    @property
     def position(self) -> int:
         """The KV position the next token fed to the model will take."""
         return self.num_computed + max(len(self.output_tokens) - 1, 0)

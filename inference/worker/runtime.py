@@ -6,12 +6,14 @@ buffer of their step records."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import shutil
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from django.conf import settings
@@ -34,6 +36,43 @@ _expiry: dict[str, float] = {}  # model -> when (monotonic) its keep_alive runs 
 _engine_lock = threading.RLock()
 _steps: list[dict] = []
 _steps_lock = threading.Lock()
+
+
+class Arrivals:
+    """Answers this process has taken (their tasks started) and not yet handed to an engine.
+
+    An engine about to read prompts with nothing decoding waits a moment for them
+    (Engine._gather_arrivals), so that questions sent together start together."""
+
+    def __init__(self) -> None:
+        self._n = 0
+        self._lock = threading.Lock()
+
+    def count(self) -> int:
+        return self._n
+
+    @contextlib.contextmanager
+    def arriving(self) -> Iterator[Callable[[], None]]:
+        """Count one answer until the callable it yields is called (once it is submitted) or
+        the block ends, whichever comes first."""
+        counted = True
+
+        def handed() -> None:
+            nonlocal counted
+            with self._lock:
+                if counted:
+                    counted = False
+                    self._n -= 1
+
+        with self._lock:
+            self._n += 1
+        try:
+            yield handed
+        finally:
+            handed()
+
+
+ARRIVALS = Arrivals()
 
 
 def default_model() -> str:
@@ -113,8 +152,19 @@ def build_engine(model_name: str | None = None) -> Engine:
         n_batch=settings.HOMEAI_BATCH,
         token_budget=settings.HOMEAI_TOKEN_BUDGET,
     )
-    cost_model = StepCostModel(target_ms=settings.HOMEAI_TARGET_ITL_MS, stall_factor=settings.HOMEAI_STALL_FACTOR)
-    return Engine(runner=runner, scheduler=scheduler, cost_model=cost_model, on_step=_record_step, on_events=STEP_RELAY)
+    cost_model = StepCostModel(
+        target_ms=settings.HOMEAI_TARGET_ITL_MS,
+        stall_factor=settings.HOMEAI_STALL_FACTOR,
+        burst_ms=settings.HOMEAI_STALL_BURST_MS,
+    )
+    return Engine(
+        runner=runner,
+        scheduler=scheduler,
+        cost_model=cost_model,
+        on_step=_record_step,
+        on_events=STEP_RELAY,
+        arriving=ARRIVALS.count,
+    )
 
 
 def get_engine(model_name: str | None = None) -> Engine:

@@ -8,6 +8,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 
 import redis
 from django.conf import settings
@@ -76,7 +77,8 @@ def generation_run(*, generation_id: int) -> None:
     with _in_flight_lock:
         _in_flight[generation_id] += 1  # before the claim: a heartbeat must never miss a claimed answer
     try:
-        _run(generation_id)
+        with runtime.ARRIVALS.arriving() as handed:
+            _run(generation_id, handed)
     finally:
         with _in_flight_lock:
             _in_flight[generation_id] -= 1
@@ -84,7 +86,8 @@ def generation_run(*, generation_id: int) -> None:
                 del _in_flight[generation_id]
 
 
-def _run(generation_id: int) -> None:
+def _run(generation_id: int, handed: Callable[[], None]) -> None:
+    """handed() is called once the answer is with an engine (runtime.Arrivals)."""
     claimed = Generation.objects.filter(id=generation_id, status=Generation.Status.QUEUED).update(
         status=Generation.Status.RUNNING,
         worker=registry.worker_name(),
@@ -108,6 +111,7 @@ def _run(generation_id: int) -> None:
         if generation.raw_prompt:
             seq.raw_prompt = seq.messages[-1]["content"]
         engine = _submit(seq, generation.model_name)
+        handed()
         relay.run(seq, engine)
     except Exception:
         log.exception("answer %s failed in the worker", generation_id)
@@ -268,7 +272,8 @@ class _Relay:
             self._publish_end([], self._store_end(ErrorEvent(code, message)))
 
     def _publish_end(self, frame: list[dict], end: dict | None) -> None:
-        """Send the last frame, with the end event when this worker wrote the end."""
+        """Send the last frame, with the end event when this worker wrote the end; then count
+        the answer in the metrics and tell the dashboards (the client does not wait for those)."""
         self.ended = True
         frame = [*frame, end] if end else frame
         # Through the engine thread's connection while its tokens went there: after them.
@@ -276,6 +281,7 @@ class _Relay:
         if not (frame and quick and STEP_RELAY.outbox.send([(self.quick.group, broadcast.relay_message(frame))])):
             broadcast.publish_for(self.generation, frame)
         if end:
+            record_generation(self.generation)
             broadcast.publish_dashboard([events.request_done(self.generation)])
 
     def _store_end(self, final: DoneEvent | ErrorEvent) -> dict | None:
@@ -315,7 +321,6 @@ class _Relay:
         if not changed:
             return None
         generation.refresh_from_db()
-        record_generation(generation)
         if isinstance(final, ErrorEvent):
             return events.error(gid, final.code, final.message)
         return events.done(generation, text=final.text)

@@ -102,6 +102,43 @@ def test_it_says_how_it_sized_a_chunk():
         "decode_ms": pytest.approx(28),
         "target_ms": pytest.approx(56),
         "prompt_token_ms": pytest.approx(2),
+        "burst_ms": 0.0,
+        "allowance_ms": 0.0,
     }
     assert StepCostModel(target_ms=80).describe(1)["mode"] == "target"
     assert StepCostModel(target_ms=None).describe(1)["mode"] == "fixed"
+
+
+def test_prompts_that_arrive_together_may_go_past_the_target_once_within_the_allowance():
+    """Four questions at once: the first is read alone (nothing decodes), then the allowance is
+    whole and lets the three others in beside its first decode; what that step took past its
+    target is spent, and only steps under their target give it back."""
+    model = StepCostModel(target_ms=None, stall_factor=2, burst_ms=500)
+    feed(model, base=10, per_decode=4, per_prompt=2)  # 1 decode: 14 ms, target 28 ms
+    model.observe(n_prefill=80, n_decode=0, ms=150.0)  # the first question, read alone
+    assert model.allowance_ms == 500
+    assert model.budget(1) == 1 + 16  # the target's own room: 14 ms is 7 tokens, the floor holds
+    assert model.burst_tokens(1) == 250  # 500 ms at 2 ms a token: the three 80-token prompts fit
+    model.observe(n_prefill=240, n_decode=1, ms=14 + 240 * 2)
+    assert model.allowance_ms == pytest.approx(500 + 28 - 494)
+    model.observe(n_prefill=0, n_decode=1, ms=14.0)
+    assert model.allowance_ms == pytest.approx(34 + 14)
+    for _ in range(40):
+        model.observe(n_prefill=0, n_decode=1, ms=14.0)
+    assert model.allowance_ms == 500  # never past burst_ms
+    model.observe(n_prefill=0, n_decode=1, ms=900.0)  # a slow step (another process) spends it
+    assert model.allowance_ms == 0 and model.burst_tokens(1) == 0
+
+
+def test_no_allowance_without_a_target_or_a_prompt_tokens_cost():
+    model = StepCostModel(target_ms=None, stall_factor=2, burst_ms=500)
+    assert model.burst_tokens(1) == 0
+    model.observe(n_prefill=0, n_decode=1, ms=14.0)
+    assert model.burst_tokens(1) == 0  # a target, but no prompt token's cost yet
+    model.observe(n_prefill=80, n_decode=0, ms=80 * 1.6)  # a question read alone stands in
+    assert model.burst_tokens(1) == int(500 / 1.6)
+    model.observe(n_prefill=16, n_decode=1, ms=14.0 + 16 * 2.5)  # until a chunk taught the cost
+    assert model.burst_tokens(1) == int((500 + 28 - 54) / 2.5)  # that step went 26 ms past its target
+    model = StepCostModel(target_ms=None, stall_factor=2)  # burst_ms 0: Sarathi-Serve's budget alone
+    feed(model, base=10, per_decode=4, per_prompt=2)
+    assert model.burst_tokens(1) == 0

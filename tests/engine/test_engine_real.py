@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import queue
+import threading
 import time
 
 import llama_cpp
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 from django.conf import settings
 
+from inference.engine import engine as engine_module
 from inference.engine.budget import StepCostModel
 from inference.engine.engine import Engine
 from inference.engine.events import DoneEvent, EngineEvent, FinalEvent, PhaseEvent, TokenEvent
@@ -28,7 +30,12 @@ DOCUMENT = " ".join(f"Line {i}: the quick brown fox jumps over the lazy dog." fo
 
 
 def make_engine(
-    policy: str, *, budget: int = 256, target_ms: float | None = None, stall_factor: float | None = None
+    policy: str,
+    *,
+    budget: int = 256,
+    target_ms: float | None = None,
+    stall_factor: float | None = None,
+    arriving=None,
 ) -> Engine:
     runner = Runner(
         RunnerConfig(
@@ -37,7 +44,9 @@ def make_engine(
     )
     scheduler = Scheduler(policy=policy, n_slots=N_SLOTS, n_batch=512, token_budget=budget)
     cost_model = StepCostModel(target_ms, stall_factor=stall_factor)
-    return Engine(runner=runner, scheduler=scheduler, cost_model=cost_model, capture_first_logits=True)
+    return Engine(
+        runner=runner, scheduler=scheduler, cost_model=cost_model, arriving=arriving, capture_first_logits=True
+    )
 
 
 def make_seq(seq_id: int, text: str, params: SamplingParams = GREEDY, history: list | None = None) -> Sequence:
@@ -374,5 +383,33 @@ def test_a_steps_events_reach_on_events_together_and_those_it_sent_on_are_queued
         outside = [event for event in got[1] if not any(event is h for h in handed[1])]
         assert len(woken[1]) == len(outside) + 1
         assert len(woken[2]) == len(got[2])
+    finally:
+        engine.stop()
+
+
+def test_a_step_with_nothing_decoding_waits_for_answers_already_on_their_way(monkeypatch):
+    """Two questions sent together: the worker has taken both, and the first is submitted
+    while the second's prompt is still being prepared. The engine waits for it, so both
+    prompts are read in one step (the wait's own bound is lifted: the test says when)."""
+    monkeypatch.setattr(engine_module, "GATHER_MAX_S", 600.0)
+    on_the_way = [2]
+    asked = threading.Event()  # the engine took the first and asked who else is coming
+
+    def arriving() -> int:
+        asked.set()
+        return on_the_way[0]
+
+    engine = make_engine("chunked", arriving=arriving)
+    try:
+        first, second = make_seq(1, "Name a colour."), make_seq(2, "Name a fruit.")
+        on_the_way[0] = 1
+        engine.submit(first)
+        assert asked.wait(timeout=120)
+        engine.submit(second)
+        on_the_way[0] = 0
+        events_until_end(first), events_until_end(second)
+        reading = [step for step in engine.steps if step["prefill"]]
+        assert set(reading[0]["seqs"]) == {1, 2} and len(reading) == 1
+        assert_all_slots_free(engine)
     finally:
         engine.stop()

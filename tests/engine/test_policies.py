@@ -50,6 +50,60 @@ def test_chunked_never_exceeds_the_budget_and_puts_decodes_first(budget):
     assert all(seq.status.value == "finished" for seq in seqs)  # nobody starves
 
 
+def test_chunked_takes_whole_prompts_past_the_budget_within_the_burst_and_slices_the_rest():
+    """Three questions and a document wait beside one decode: the burst lets the questions in
+    whole, shortest first; the document only gets what the budget leaves, never the burst."""
+    s = Scheduler(policy="chunked", n_slots=5, n_batch=512, token_budget=17, burst_fn=lambda n: 200)
+    writer = make_seq(1, 4, 300)  # answers long enough to write beside the whole document
+    s.add(writer)
+    apply(s, s.schedule())  # its prompt, alone
+    doc = make_seq(2, 1500, 50)
+    for seq in (doc, make_seq(3, 80, 300), make_seq(4, 70, 300), make_seq(5, 90, 300)):
+        s.add(seq)
+    step = s.schedule()
+    chunks = [(c.seq.seq_id, c.n_tokens, c.prefill) for c in step.chunks]
+    # The budget's room is 16: the 70-token prompt takes it and 54 of the burst, the 80-token one
+    # 80 of the 146 left; the 90-token one no longer fits whole, and the step is full for it and
+    # for the document.
+    assert chunks == [(1, 1, False), (4, 70, True), (3, 80, True)]
+    apply(s, step)
+    step = s.schedule()  # the burst again (this fake's is never spent): the 90-token prompt whole
+    assert [(c.seq.seq_id, c.n_tokens) for c in step.chunks if c.prefill] == [(5, 90)]
+    apply(s, step)
+    for _ in range(200):  # then the document, in slices of the budget alone, to its end
+        step = s.schedule()
+        assert [(c.seq.seq_id, c.n_tokens) for c in step.chunks if c.prefill] in ([(2, 17 - 4)], [(2, 1500 % 13)])
+        apply(s, step)
+        if not doc.in_prefill:
+            break
+    assert not doc.in_prefill  # its last 5 tokens fitted whole, yet took no burst: it had begun
+
+
+def test_chunked_without_a_burst_keeps_every_step_to_the_budget():
+    s = Scheduler(policy="chunked", n_slots=4, n_batch=512, token_budget=17)
+    s.add(make_seq(1, 4, 30))
+    apply(s, s.schedule())
+    for seq in (make_seq(3, 80, 5), make_seq(4, 70, 5)):
+        s.add(seq)
+    step = s.schedule()
+    assert [(c.seq.seq_id, c.n_tokens) for c in step.chunks] == [(1, 1), (4, 16)]
+
+
+def test_chunked_reads_a_document_beside_questions_that_finish_only_as_far_as_the_budget_allows():
+    """Nothing decodes yet: three questions go in whole (their first tokens come out of this
+    step), and a document that arrived with them gets the slice a step beside three decodes
+    allows, not the rest of the batch, which would hold their first tokens back."""
+    budgets = {0: None, 3: 3 + 14}
+    s = Scheduler(policy="chunked", n_slots=4, n_batch=512, token_budget=512, budget_fn=budgets.get)
+    for seq in (make_seq(1, 1500, 5), make_seq(2, 80, 5), make_seq(3, 70, 5), make_seq(4, 90, 5)):
+        s.add(seq)
+    step = s.schedule()
+    assert [(c.seq.seq_id, c.n_tokens) for c in step.chunks] == [(3, 70), (2, 80), (4, 90), (1, 14)]
+    lone = Scheduler(policy="chunked", n_slots=1, n_batch=512, token_budget=512, budget_fn=budgets.get)
+    lone.add(make_seq(1, 1500, 5))
+    assert [c.n_tokens for c in lone.schedule().chunks] == [512]  # alone, nobody waits on it
+
+
 def test_chunked_schedules_every_running_decode_each_step():
     s = Scheduler(policy="chunked", n_slots=4, n_batch=512, token_budget=16)
     seqs = [make_seq(i, 3, 50) for i in range(3)] + [make_seq(9, 400, 2)]

@@ -292,14 +292,20 @@ def test_metrics_count_every_finished_request_across_web_and_worker(api, live_se
     list(api.chat.completions.create(model=MODEL, messages=messages, max_tokens=3, stream=True))
     api.completions.create(model=MODEL, prompt=COUNTING, max_tokens=3)
 
-    response = httpx.get(live_server_url + "/metrics", timeout=30)
-    assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/plain")
-    samples = {}
-    for family in text_string_to_metric_families(response.text):
-        for s in family.samples:
-            if s.labels.get("model") == MODEL:
-                samples[(s.name, s.labels.get("outcome"))] = s.value
+    def scrape() -> dict:
+        response = httpx.get(live_server_url + "/metrics", timeout=30)
+        assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/plain")
+        samples = {}
+        for family in text_string_to_metric_families(response.text):
+            for s in family.samples:
+                if s.labels.get("model") == MODEL:
+                    samples[(s.name, s.labels.get("outcome"))] = s.value
+        return samples
 
+    # The worker counts an answer just after it sent the answer's end, so the client need not
+    # wait for that: the last one may be counted a moment after its client had it.
+    wait_until(lambda: scrape().get(("homeai_requests_total", "done")) == 3, timeout=60)
+    samples = scrape()
     finished = Generation.objects.filter(status="done")
     assert finished.count() == 3
     assert samples[("homeai_time_to_first_token_seconds_count", None)] == 3
