@@ -34,8 +34,10 @@ async def _answer(request: HttpRequest, parse) -> HttpResponse:
     if request.method != "POST":
         return _not_allowed("POST")
 
-    def accept():
-        user, req, generation = queue_answer(request, lambda data, models: parse(data, models=models), keyless=True)
+    def accept(arrival):
+        user, req, generation = queue_answer(
+            request, lambda data, models: parse(data, models=models), arrival, keyless=True
+        )
         wire = ollama.OllamaWire(req)
         if generation is None:
             return JsonResponse(wire.loaded())

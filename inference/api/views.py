@@ -37,7 +37,7 @@ from inference.errors import ClientError
 from inference.metrics import exposition
 from inference.models import EngineConfig, Generation
 from inference.services import generations
-from inference.worker import registry
+from inference.worker import arrivals, registry
 
 log = logging.getLogger(__name__)
 REDIS_WAIT_S = 10.0  # how long a request waits out an unreachable Redis before its 503
@@ -58,8 +58,12 @@ def read_body(request: HttpRequest) -> dict:
     return protocol.parse_body(raw)
 
 
-def queue_answer(request: HttpRequest, parse, *, keyless: bool = False) -> tuple[object, object, Generation | None]:
+def queue_answer(
+    request: HttpRequest, parse, arrival: arrivals.Arrival, *, keyless: bool = False
+) -> tuple[object, object, Generation | None]:
     """Everything before the answer is queued, in one trip to a thread: key, body, model, row.
+    The request is announced (arrival) as soon as its key is good, so that an engine about to
+    read another's prompt waits for this one too; a refused request withdraws it.
 
     parse(data, models) checks the body in its API's terms (protocol.parse_request,
     ollama.parse_chat, ...). The order is OpenAI's: a bad key is a 401 whatever the body, a bad
@@ -67,6 +71,18 @@ def queue_answer(request: HttpRequest, parse, *, keyless: bool = False) -> tuple
     (there is nothing to answer).
     """
     user = authenticate(request, keyless=keyless)
+    arrival.announce()
+    try:
+        user, req, generation = _checked_answer(request, parse, user)
+    except BaseException:
+        arrival.withdraw()
+        raise
+    if generation is None:
+        arrival.withdraw()
+    return user, req, generation
+
+
+def _checked_answer(request: HttpRequest, parse, user) -> tuple[object, object, Generation | None]:
     data = read_body(request)
     state = serving_state()
     req = parse(data, state.spellings)
@@ -168,8 +184,9 @@ class Answer:
 
     The wire (protocol.OpenAIWire, ollama.OllamaWire) writes it in its API's shapes."""
 
-    def __init__(self, *, user, generation: Generation, wire, tools: bool):
+    def __init__(self, *, user, generation: Generation, wire, tools: bool, arrival: str = ""):
         self.user = user
+        self.arrival = arrival
         self.generation = generation
         self.generation_id = generation.id
         self.wire = wire
@@ -183,7 +200,7 @@ class Answer:
     async def start(self) -> None:
         """Subscribe, then send the task: the first token cannot beat the subscription."""
         await self.events.open()
-        await database_sync_to_async(generations.generation_enqueue)(generation=self.generation)
+        await database_sync_to_async(generations.generation_enqueue)(generation=self.generation, arrival=self.arrival)
 
     async def end(self) -> None:
         if self._ended:
@@ -307,9 +324,9 @@ async def _respond(request: HttpRequest, *, chat: bool) -> HttpResponse:
     if request.method != "POST":
         return _method_not_allowed("POST")
 
-    def accept():
+    def accept(arrival):
         user, req, generation = queue_answer(
-            request, lambda data, models: protocol.parse_request(data, chat=chat, models=models)
+            request, lambda data, models: protocol.parse_request(data, chat=chat, models=models), arrival
         )
         wire = protocol.OpenAIWire(req, f"{req.object_id_prefix}-{generation.id}", int(time.time()))
         return user, generation, wire, req.stream, req.tools
@@ -320,20 +337,22 @@ async def _respond(request: HttpRequest, *, chat: bool) -> HttpResponse:
 async def respond(accept, *, errors) -> HttpResponse:
     """Queue an answer and answer the request with it, whole or streamed, in its wire's shapes.
 
-    accept() (run in a thread) checks the request and stores the answer: (user, generation,
-    wire, stream, tools), or an HttpResponse when there is nothing to answer, or raises
-    ApiError; errors(ApiError) renders a refusal.
+    accept(arrival) (run in a thread) checks the request and stores the answer: (user,
+    generation, wire, stream, tools), or an HttpResponse when there is nothing to answer, or
+    raises ApiError; errors(ApiError) renders a refusal. arrival: the request's announcement
+    (queue_answer makes it), whose token the answer's task carries.
     """
     answer = None
+    arrival = arrivals.Arrival()
     try:
-        accepted = await _patient(lambda: database_sync_to_async(accept)())
+        accepted = await _patient(lambda: database_sync_to_async(accept)(arrival))
         if isinstance(accepted, HttpResponse):
             return accepted
         user, generation, wire, stream_it, tools = accepted
         # This web process also sweeps for a dead worker's answers. An empty context: the task
         # must not inherit this request's thread-sensitive executor, which ends with the request.
         contextvars.Context().run(watchdog.ensure_running)
-        answer = Answer(user=user, generation=generation, wire=wire, tools=tools)
+        answer = Answer(user=user, generation=generation, wire=wire, tools=tools, arrival=arrival.sent())
         await _patient(answer.start)
         if not stream_it:
             try:

@@ -34,7 +34,8 @@ log = logging.getLogger(__name__)
 
 STEP_RING_SIZE = 2048
 # A step that only reads prompts waits up to this long for answers already on their way to
-# this engine (arriving(): taken by the worker, their prompts being built), polling this often.
+# this engine (arriving(): the web has them, or the worker is building their prompts), polling
+# this often.
 GATHER_MAX_S = 0.05
 GATHER_POLL_S = 0.002
 
@@ -48,15 +49,16 @@ class Engine:
         cost_model: StepCostModel | None = None,
         on_step: Callable[[dict], None] | None = None,
         on_events: Callable[[list[tuple[Sequence, list[EngineEvent]]]], Collection[int]] | None = None,
-        arriving: Callable[[], int] | None = None,
+        arriving: Callable[[], Collection[str]] | None = None,
         capture_first_logits: bool = False,
     ):
         """on_step: called with each step's record. on_events: called on the engine thread
         with each step's events, every sequence's at once, before they are queued; it returns
         the ids of the sequences whose events it has sent on itself (the worker publishes API
         tokens from there, one write per step), which are then queued without waking their task
-        threads. It must not block: the next step waits for it. arriving: how many answers the
-        worker has taken and not submitted yet (see _gather_arrivals)."""
+        threads. It must not block: the next step waits for it. arriving: the tokens of the answers
+        on their way to this engine (Sequence.arrival; see _gather_arrivals); those it has
+        already are not waited for."""
         self.runner = runner
         self.scheduler = scheduler
         self.cost_model = cost_model or StepCostModel(target_ms=None)
@@ -184,21 +186,26 @@ class Engine:
                 command.seq.emit(ErrorEvent("worker_stopping", "The worker stopped before starting this answer."))
 
     def _gather_arrivals(self) -> None:
-        """Before a step with nothing decoding, wait (GATHER_MAX_S at most) for the answers the
-        worker has already taken and is still preparing: questions sent together then have their
-        prompts read in one step. Without this the first one's prompt is read alone, and the
-        others, handed over 1-7 ms later, wait for that whole step (measured on 2 cores: four
-        sent at once had their first tokens at 180 ms for the first and 530 ms for the others;
-        llama-server reads the four in one step). Nothing waits when nobody else is on the way
-        (a lone request), nor beside decodes: there a step is short and the next one takes the
-        newcomers."""
+        """Before a step with nothing decoding, wait (GATHER_MAX_S at most) for the answers on
+        their way here (the web is storing them, or the worker building their prompts):
+        questions sent together then have their prompts read in one step. Without this the
+        first one's prompt is read alone, and the others, handed over 1-7 ms later, wait for
+        that whole step (measured on 2 cores: four sent at once had their first tokens at 180 ms
+        for the first and 530 ms for the others; llama-server reads the four in one step).
+        Nothing waits when nobody else is on the way (a lone request), nor beside decodes: there
+        a step is short and the next one takes the newcomers."""
         if self._arriving is None or not self.scheduler.has_work():
             return
         if any(not seq.in_prefill for seq in self.scheduler.running):
             return
         deadline = time.monotonic() + GATHER_MAX_S
-        while self._arriving() > 0 and time.monotonic() < deadline:
+        while time.monotonic() < deadline and self._others_on_the_way():
             self._drain_inbox(block=True, timeout=GATHER_POLL_S)
+
+    def _others_on_the_way(self) -> bool:
+        """Whether an answer on its way (a token arriving() gives) is not yet this engine's."""
+        here = {seq.arrival for seq in self._by_id.values()}
+        return any(token not in here for token in self._arriving())
 
     def _drain_inbox(self, *, block: bool, timeout: float | None = None) -> None:
         """Apply the commands queued (block: waiting for the first, up to timeout if given)."""

@@ -114,6 +114,7 @@ class Sequence:
     raw_prompt: str | None = None  # tokenized as is, without the chat template (completions)
     output: OutputSpec | None = None  # JSON or tool calls the answer must be (a grammar), else free text
     owner: object = None  # whose request (a user id): a cached prefix is reused by its owner only
+    arrival: str = ""  # the token its request was announced with (worker.arrivals), if any
     first_logits: object = None  # numpy array, kept only when the engine is asked to (tests)
     # The prompt, built by Engine.submit in the submitting thread (a Prompt, or the EngineError
     # that refused it); None when the model was not loaded yet, and the engine thread builds it.

@@ -268,16 +268,17 @@ QUEUE_DOWN_MESSAGE = gettext_lazy(
 )
 
 
-def generation_enqueue(*, generation: Generation) -> bool:
+def generation_enqueue(*, generation: Generation, arrival: str = "") -> bool:
     """Send the answer to a worker (after the client was told it is queued, so no event beats
     that), then show it queued on the dashboard: the task first, so that the worker need not
     wait for the dashboard's Redis round trip (the page ignores a "queued" that comes late).
+    arrival: the token its request was announced with (worker.arrivals), which the task carries.
 
     False when the broker (Redis) is unreachable: the answer stays queued in the database, and
     the watchdog sends its task again once Redis answers (sweeps.generations_resend_stale).
     """
     try:
-        registry.send_generation(generation.id, generation.model_name)
+        registry.send_generation(generation.id, generation.model_name, arrival)
     except Exception:
         log.warning("could not send answer %s to a worker; the watchdog will", generation.id, exc_info=True)
         sent = False

@@ -58,10 +58,12 @@ def model_queue(model_name: str) -> str:
     return f"{settings.CELERY_TASK_DEFAULT_QUEUE}.model.{model_name}"
 
 
-def send_generation(generation_id: int, model_name: str) -> None:
+def send_generation(generation_id: int, model_name: str, arrival: str = "") -> None:
     """Ask a worker holding the model to run an answer (a duplicate is harmless: the claim lets
-    one run it). With none alive it waits in the model's queue until one starts."""
-    app.send_task(GENERATE_TASK, args=(generation_id,), queue=model_queue(model_name))
+    one run it). With none alive it waits in the model's queue until one starts. arrival: the
+    token the request was announced with (arrivals.py), withdrawn once an engine has it."""
+    args = (generation_id, arrival) if arrival else (generation_id,)
+    app.send_task(GENERATE_TASK, args=args, queue=model_queue(model_name))
 
 
 def send_load(model_name: str, keep_alive_s: float | None) -> None:

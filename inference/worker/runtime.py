@@ -6,14 +6,12 @@ buffer of their step records."""
 from __future__ import annotations
 
 import collections
-import contextlib
 import logging
 import os
 import shutil
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from django.conf import settings
@@ -25,7 +23,7 @@ from inference.engine.runner import Runner, RunnerConfig
 from inference.engine.scheduler import Scheduler
 from inference.engine.sizing import Sizing, size_engine
 from inference.models import EngineConfig
-from inference.worker import registry
+from inference.worker import arrivals, registry
 from inference.worker.step_relay import STEP_RELAY
 
 log = logging.getLogger(__name__)
@@ -36,43 +34,6 @@ _expiry: dict[str, float] = {}  # model -> when (monotonic) its keep_alive runs 
 _engine_lock = threading.RLock()
 _steps: list[dict] = []
 _steps_lock = threading.Lock()
-
-
-class Arrivals:
-    """Answers this process has taken (their tasks started) and not yet handed to an engine.
-
-    An engine about to read prompts with nothing decoding waits a moment for them
-    (Engine._gather_arrivals), so that questions sent together start together."""
-
-    def __init__(self) -> None:
-        self._n = 0
-        self._lock = threading.Lock()
-
-    def count(self) -> int:
-        return self._n
-
-    @contextlib.contextmanager
-    def arriving(self) -> Iterator[Callable[[], None]]:
-        """Count one answer until the callable it yields is called (once it is submitted) or
-        the block ends, whichever comes first."""
-        counted = True
-
-        def handed() -> None:
-            nonlocal counted
-            with self._lock:
-                if counted:
-                    counted = False
-                    self._n -= 1
-
-        with self._lock:
-            self._n += 1
-        try:
-            yield handed
-        finally:
-            handed()
-
-
-ARRIVALS = Arrivals()
 
 
 def default_model() -> str:
@@ -163,7 +124,7 @@ def build_engine(model_name: str | None = None) -> Engine:
         cost_model=cost_model,
         on_step=_record_step,
         on_events=STEP_RELAY,
-        arriving=ARRIVALS.count,
+        arriving=arrivals.on_the_way,
     )
 
 

@@ -24,7 +24,7 @@ from inference.engine.timing import PhaseClock, wall_to_perf_ns
 from inference.engine.tools import OutputSpec
 from inference.metrics import record_generation
 from inference.models import Generation, Message
-from inference.worker import registry, runtime
+from inference.worker import arrivals, registry, runtime
 from inference.worker.step_relay import STEP_RELAY, QuickAnswer, wire_event
 
 SAVE_EVERY_S = 0.25  # a crash loses at most this much of an answer
@@ -62,7 +62,7 @@ def in_flight() -> list[int]:
         return sorted(gid for gid, n in _in_flight.items() if n > 0)
 
 
-def generation_run(*, generation_id: int) -> None:
+def generation_run(*, generation_id: int, arrival: str = "") -> None:
     """The worker side of one answer: run it through the engine, relay and save as it streams.
 
     1. Claim the row (queued -> running) so a redelivered task is a no-op.
@@ -77,8 +77,8 @@ def generation_run(*, generation_id: int) -> None:
     with _in_flight_lock:
         _in_flight[generation_id] += 1  # before the claim: a heartbeat must never miss a claimed answer
     try:
-        with runtime.ARRIVALS.arriving() as handed:
-            _run(generation_id, handed)
+        with arrivals.taken(arrival, generation_id) as (token, handed):
+            _run(generation_id, token, handed)
     finally:
         with _in_flight_lock:
             _in_flight[generation_id] -= 1
@@ -86,8 +86,9 @@ def generation_run(*, generation_id: int) -> None:
                 del _in_flight[generation_id]
 
 
-def _run(generation_id: int, handed: Callable[[], None]) -> None:
-    """handed() is called once the answer is with an engine (runtime.Arrivals)."""
+def _run(generation_id: int, arrival: str, handed: Callable[[], None]) -> None:
+    """arrival: the answer's token among those on their way (arrivals.py); handed() is called
+    once the answer is with an engine."""
     claimed = Generation.objects.filter(id=generation_id, status=Generation.Status.QUEUED).update(
         status=Generation.Status.RUNNING,
         worker=registry.worker_name(),
@@ -107,6 +108,7 @@ def _run(generation_id: int, handed: Callable[[], None]) -> None:
             clock=PhaseClock(t_arrive=wall_to_perf_ns(generation.t_arrive_ns)),
             owner=generation.user_id,
             output=OutputSpec.from_dict(generation.output),
+            arrival=arrival,
         )
         if generation.raw_prompt:
             seq.raw_prompt = seq.messages[-1]["content"]

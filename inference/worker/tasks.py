@@ -19,8 +19,8 @@ from inference.worker import embedder, heartbeat, queues, registry, runtime, str
 # the web's watchdog ends a dead worker's answers and sends waiting ones again, and a task held
 # unacknowledged through an answer made every Redis restart a worker crash (homeai/broker.py).
 @shared_task(name=registry.GENERATE_TASK, ignore_result=True)
-def generate(generation_id: int) -> None:
-    stream.generation_run(generation_id=generation_id)
+def generate(generation_id: int, arrival: str = "") -> None:
+    stream.generation_run(generation_id=generation_id, arrival=arrival)
 
 
 @shared_task(name=registry.LOAD_TASK, ignore_result=True)

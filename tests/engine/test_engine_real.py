@@ -388,25 +388,24 @@ def test_a_steps_events_reach_on_events_together_and_those_it_sent_on_are_queued
 
 
 def test_a_step_with_nothing_decoding_waits_for_answers_already_on_their_way(monkeypatch):
-    """Two questions sent together: the worker has taken both, and the first is submitted
-    while the second's prompt is still being prepared. The engine waits for it, so both
-    prompts are read in one step (the wait's own bound is lifted: the test says when)."""
+    """Two questions sent together, both announced: the first is submitted while the second is
+    still on its way. The engine waits for it, so both prompts are read in one step; and it
+    knows its own answers' tokens, so it does not wait for those (neither token is ever
+    withdrawn here, and the wait's own bound is lifted: the test says when)."""
     monkeypatch.setattr(engine_module, "GATHER_MAX_S", 600.0)
-    on_the_way = [2]
     asked = threading.Event()  # the engine took the first and asked who else is coming
 
-    def arriving() -> int:
+    def arriving() -> list[str]:
         asked.set()
-        return on_the_way[0]
+        return ["first", "second"]
 
     engine = make_engine("chunked", arriving=arriving)
     try:
         first, second = make_seq(1, "Name a colour."), make_seq(2, "Name a fruit.")
-        on_the_way[0] = 1
+        first.arrival, second.arrival = "first", "second"
         engine.submit(first)
         assert asked.wait(timeout=120)
         engine.submit(second)
-        on_the_way[0] = 0
         events_until_end(first), events_until_end(second)
         reading = [step for step in engine.steps if step["prefill"]]
         assert set(reading[0]["seqs"]) == {1, 2} and len(reading) == 1

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import httpx
 import openai
@@ -16,6 +17,7 @@ from inference import redis_client
 from inference.api import protocol
 from inference.metrics import PREFIX
 from inference.models import ApiKey, Generation
+from inference.worker import arrivals
 from tests.support import wait_until
 
 pytestmark = [pytest.mark.integration]
@@ -216,6 +218,50 @@ def test_a_bad_body_gets_an_openai_error_object(api, api_key, live_server_url, p
         assert error["code"] == code
     assert error["message"].endswith(".") and "Traceback" not in error["message"]
     assert Generation.objects.count() == before  # nothing was queued
+
+
+def _redis_commands_during(action) -> list[dict]:
+    """The Redis commands every client sent while action() ran (Redis's MONITOR)."""
+    r, end = redis_client.client(), "end-of-watch"
+    seen, watching = [], threading.Event()
+
+    def watch():
+        with r.monitor() as monitor:
+            watching.set()
+            for command in monitor.listen():
+                if end in command["command"]:
+                    return
+                seen.append(command)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    assert watching.wait(timeout=30)
+    action()
+    redis_client.client().echo(end)
+    watcher.join(timeout=60)
+    assert not watcher.is_alive()
+    return seen
+
+
+def test_a_request_is_announced_once_its_key_is_good_and_its_token_never_left_behind(api, api_key, live_server_url):
+    """What lets an engine wait for questions sent together (worker/arrivals.py): a request is
+    announced once its key is good; a refused one withdraws its token, an answered one's token
+    is withdrawn once an engine has it."""
+    key = arrivals.arriving_key()
+    redis_client.client().delete(key)
+    body = {"model": MODEL, "prompt": "Hello", "max_tokens": 2}
+
+    def requests():
+        assert _post(live_server_url, "/v1/completions", "sk-not-a-key", body).status_code == 401
+        assert _post(live_server_url, "/v1/completions", api_key, {**body, "max_tokens": -5}).status_code == 400
+        assert _post(live_server_url, "/v1/completions", api_key, body).status_code == 200
+
+    commands = [c["command"].split() for c in _redis_commands_during(requests)]
+    added = [words[-1] for words in commands if words[:2] == ["ZADD", key]]
+    removed = [words[-1] for words in commands if words[:2] == ["ZREM", key]]
+    assert len(added) == 2  # the refused body and the answer, not the bad key
+    assert removed == added
+    assert redis_client.client().zcard(key) == 0
 
 
 def test_the_openai_client_raises_bad_request_for_a_bad_body(api):

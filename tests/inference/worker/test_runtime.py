@@ -191,18 +191,3 @@ def test_auto_slots_come_from_the_model_header_and_the_budget_share(db, settings
 
 def test_the_task_threads_cover_the_largest_slot_count():
     assert settings_module.CELERY_WORKER_CONCURRENCY == (settings_module.HOMEAI_SLOTS or MAX_AUTO_SLOTS)
-
-
-def test_arrivals_count_an_answer_until_it_is_handed_to_an_engine_or_its_task_ends():
-    arrivals = runtime.Arrivals()
-    with arrivals.arriving() as handed_a:
-        with arrivals.arriving():
-            assert arrivals.count() == 2
-            handed_a()
-            handed_a()  # once only
-            assert arrivals.count() == 1
-        assert arrivals.count() == 0  # the second's task ended before it reached an engine
-    assert arrivals.count() == 0
-    with pytest.raises(RuntimeError), arrivals.arriving():
-        raise RuntimeError("the claim failed")
-    assert arrivals.count() == 0

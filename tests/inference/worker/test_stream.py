@@ -14,8 +14,8 @@ from django.conf import settings
 
 from inference.engine.events import DoneEvent, PhaseEvent, TokenEvent
 from inference.models import Generation, Message
-from inference.services.generations import generation_create, generation_create_api
-from inference.worker import stream
+from inference.services.generations import generation_create, generation_create_api, generation_enqueue
+from inference.worker import arrivals, registry, stream
 from tests import factories
 
 METRICS = {name: 0.0 for name in stream.METRIC_COLUMNS} | {"token_times_ms": [1.0, 2.0], "itl_ms": [1.0]}
@@ -114,6 +114,34 @@ def test_a_retired_engine_hands_the_answer_to_its_successor(answer, monkeypatch)
     assert successor.submitted == [answer.id]
     answer.refresh_from_db()
     assert answer.status == "done"
+
+
+def test_an_announced_answer_carries_its_token_to_the_engine_which_has_it_before_it_is_withdrawn(answer, monkeypatch):
+    token = arrivals.announce()
+    seen = {}
+
+    def at_submit(seq):
+        seen["arrival"], seen["on_the_way"] = seq.arrival, arrivals.on_the_way()
+
+    def at_first_token(gid, text, t_ms):
+        seen.setdefault("then", arrivals.on_the_way())
+        return real_token(gid, text, t_ms)
+
+    real_token = stream.events.token
+    monkeypatch.setattr(stream.events, "token", at_first_token)
+    done = DoneEvent(text="Hi", finish_reason="stop", notice="", metrics=METRICS)
+    run_with(monkeypatch, StandInEngine([TokenEvent("Hi", 1.0), done], on_submit=at_submit))
+    stream.generation_run(generation_id=answer.id, arrival=token)
+    assert seen["arrival"] == token and token in seen["on_the_way"]
+    assert token not in seen["then"]  # withdrawn once the engine had it, while the answer ran
+
+
+def test_the_web_hands_the_token_to_the_task_and_an_answer_sent_again_has_none(answer, monkeypatch):
+    sent = []
+    monkeypatch.setattr(registry.app, "send_task", lambda name, args, queue: sent.append(args))
+    generation_enqueue(generation=answer, arrival="abc")
+    generation_enqueue(generation=answer)
+    assert sent == [(answer.id, "abc"), (answer.id,)]
 
 
 def test_an_end_the_watchdog_already_wrote_is_kept_but_the_whole_text_is_saved(answer, monkeypatch):
