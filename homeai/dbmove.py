@@ -27,7 +27,7 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.db.models import Model
 
-from homeai.env import DATABASE_ENGINES, database_config
+from homeai.env import DATABASE_ENGINES, SQLITE_ENGINE, database_config
 
 SOURCE, TARGET = "move-source", "move-target"
 BATCH = 500
@@ -69,7 +69,7 @@ def describe(alias: str) -> str:
     """A database as a person recognises it, without its password."""
     config = connections[alias].settings_dict
     engine = DATABASE_ENGINES.get(config["ENGINE"], config["ENGINE"])
-    if config["ENGINE"] == "django.db.backends.sqlite3":
+    if config["ENGINE"] == SQLITE_ENGINE:
         return f"{engine} {config['NAME']}"
     return f"{engine} {config['NAME']} on {config['HOST'] or 'localhost'}:{config['PORT'] or 5432}"
 
@@ -95,7 +95,7 @@ def _same_database(a: str, b: str) -> bool:
 
 def check_source(alias: str) -> None:
     config = connections[alias].settings_dict
-    if config["ENGINE"] == "django.db.backends.sqlite3" and not os.path.isfile(config["NAME"]):
+    if config["ENGINE"] == SQLITE_ENGINE and not os.path.isfile(config["NAME"]):
         raise MoveError(f"There is no SQLite database at {config['NAME']}.")
     try:
         executor = MigrationExecutor(connections[alias])

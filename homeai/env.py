@@ -94,8 +94,14 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-# The databases HomeAI runs on; others may work, but the suite runs on these two.
-DATABASE_ENGINES = {"django.db.backends.sqlite3": "SQLite", "django.db.backends.postgresql": "PostgreSQL"}
+# The databases HomeAI runs on; others may work, but the suite runs on these two. SQLite runs on
+# Django's backend with a finer wait for the write lock (homeai/sqlite/base.py).
+SQLITE_ENGINE = "homeai.sqlite"
+DATABASE_ENGINES = {
+    SQLITE_ENGINE: "SQLite",
+    "django.db.backends.sqlite3": "SQLite",
+    "django.db.backends.postgresql": "PostgreSQL",
+}
 
 
 def database_config(url: str, name: str = "DATABASE_URL") -> dict:
@@ -110,9 +116,10 @@ def database_config(url: str, name: str = "DATABASE_URL") -> dict:
             f"{name}={redact_url(url)!r}: HomeAI runs on SQLite (sqlite:////path/to/file.sqlite3) or "
             "PostgreSQL (postgres://user:password@host:5432/name)."
         )
-    if config["ENGINE"] == "django.db.backends.sqlite3":
+    if config["ENGINE"] in (SQLITE_ENGINE, "django.db.backends.sqlite3"):
         # Web, worker and tests write the same file: WAL lets readers run beside one writer, and
         # IMMEDIATE transactions wait for the lock (timeout) instead of failing with "database is locked".
+        config["ENGINE"] = SQLITE_ENGINE
         config["OPTIONS"] = {
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             "transaction_mode": "IMMEDIATE",

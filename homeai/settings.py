@@ -9,7 +9,17 @@ from pathlib import Path
 import plotly
 from django.core.exceptions import ImproperlyConfigured
 
-from homeai.env import database_config, env_auto_int, env_bool, env_choice, env_float, env_int, env_list, env_str
+from homeai.env import (
+    SQLITE_ENGINE,
+    database_config,
+    env_auto_int,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+)
 from inference.engine.policies import POLICIES
 from inference.engine.sizing import MAX_AUTO_SLOTS
 
@@ -92,7 +102,7 @@ WSGI_APPLICATION = None
 ASGI_APPLICATION = "homeai.asgi.application"
 
 DATABASES = {"default": database_config(env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'homeai.sqlite3'}"))}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:
     # Integration tests share the test database with a live server and a worker, so it is a file.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
 
