@@ -29,7 +29,8 @@ retries = 0  # statements tried again since the process started (tests read it)
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
-    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11 and later
+    return code == sqlite3.SQLITE_BUSY if code is not None else str(exc) == "database is locked"
 
 
 class SQLiteCursorWrapper(base.SQLiteCursorWrapper):
