@@ -37,6 +37,7 @@ class SQLiteCursorWrapper(base.SQLiteCursorWrapper):
     timeout_s = DEFAULT_TIMEOUT_S
 
     def execute(self, query, params=None):
+        global retries
         if self.connection.in_transaction:
             return super().execute(query, params)
         deadline = time.monotonic() + self.timeout_s
@@ -46,7 +47,6 @@ class SQLiteCursorWrapper(base.SQLiteCursorWrapper):
             except sqlite3.OperationalError as exc:
                 if not _busy(exc) or time.monotonic() >= deadline:
                     raise
-                global retries
                 retries += 1
 
     def executemany(self, query, param_list):

@@ -73,7 +73,7 @@ def queue_answer(
     user = authenticate(request, keyless=keyless)
     arrival.announce()
     try:
-        user, req, generation = _checked_answer(request, parse, user)
+        req, generation = _checked_answer(request, parse, user)
     except BaseException:
         arrival.withdraw()
         raise
@@ -82,7 +82,8 @@ def queue_answer(
     return user, req, generation
 
 
-def _checked_answer(request: HttpRequest, parse, user) -> tuple[object, object, Generation | None]:
+def _checked_answer(request: HttpRequest, parse, user) -> tuple[object, Generation | None]:
+    """The body checked in its API's terms, and the answer stored (None: a load-only request)."""
     data = read_body(request)
     state = serving_state()
     req = parse(data, state.spellings)
@@ -104,10 +105,10 @@ def _checked_answer(request: HttpRequest, parse, user) -> tuple[object, object, 
     load_only = getattr(req, "load_only", None)
     if load_only == "unload":
         registry.request_unload(model_name)
-        return user, req, None
+        return req, None
     if load_only == "load":
         registry.send_load(model_name, req.keep_alive_s)
-        return user, req, None
+        return req, None
     try:
         generation = generations.generation_create_api(
             user=user,
@@ -123,7 +124,7 @@ def _checked_answer(request: HttpRequest, parse, user) -> tuple[object, object, 
         )
     except ClientError as exc:
         raise protocol.from_client_error(exc, req) from None
-    return user, req, generation
+    return req, generation
 
 
 def _method_not_allowed(allowed: str) -> JsonResponse:
