@@ -172,6 +172,10 @@ CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 30
 HOMEAI_ANSWER_DEADLINE_S = CELERY_TASK_SOFT_TIME_LIMIT
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# A worker's threads keep their database connections (homeai/dbthreads.py): Celery's Django
+# fix-up, which would close the thread's connection before and after every task, does so only
+# once in this many.
+CELERY_DB_REUSE_MAX = 1000
 CELERY_TASK_DEFAULT_QUEUE = env_str("HOMEAI_QUEUE", "homeai")
 
 # --- The model and the engine -----------------------------------------------------------------

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 
+from homeai.dbthreads import kept_db
 from inference.outage import OutageLog
 from inference.services import sweeps
 
@@ -22,7 +22,7 @@ async def _sweep_forever() -> None:
     outage = OutageLog(log, "the answer sweep")
     while True:
         try:
-            await database_sync_to_async(sweeps.sweep)(memory)
+            await kept_db(sweeps.sweep)(memory)
         except Exception:
             outage.failed(f"trying again every {interval:.1f} s")
         else:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import hmac
 import ipaddress
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest
 
+from homeai.dbthreads import kept_db
 from inference.api.keys import api_key_authenticate
 from inference.api.protocol import ApiError
 
@@ -74,8 +74,8 @@ def metrics_token_ok(request: HttpRequest, expected: str) -> bool:
     return hmac.compare_digest(token.encode(), expected.encode())
 
 
-api_user = database_sync_to_async(authenticate)
+api_user = kept_db(authenticate)
 
 
 async def ollama_user(request: HttpRequest):
-    return await database_sync_to_async(authenticate)(request, keyless=True)
+    return await kept_db(authenticate)(request, keyless=True)

@@ -13,12 +13,12 @@ import time
 from dataclasses import dataclass
 
 import redis
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from homeai.arrival import arrived_ns
+from homeai.dbthreads import kept_db
 from inference.api import embeddings, ollama, protocol
 from inference.api.auth import authenticate
 from inference.api.embeddings import EmbeddingRequest
@@ -96,9 +96,9 @@ async def _reply(batch_id: int) -> dict:
             if reply is not None:
                 return reply
     except BaseException:
-        await database_sync_to_async(embedding_service.embedding_batch_interrupt)(batch_id=batch_id)
+        await kept_db(embedding_service.embedding_batch_interrupt)(batch_id=batch_id)
         raise
-    await database_sync_to_async(embedding_service.embedding_batch_interrupt)(batch_id=batch_id)
+    await kept_db(embedding_service.embedding_batch_interrupt)(batch_id=batch_id)
     raise ApiError(504, f"No worker embedded these inputs within {WAIT_S} s; retry later.", code="timeout")
 
 
@@ -107,7 +107,7 @@ async def embed(request: HttpRequest, parse, *, listing: str, keyless: bool) -> 
     if request.method != "POST":
         raise ApiError(405, "Use POST for this endpoint.", code="method_not_allowed")
     try:
-        req, shown, batch = await _patient(lambda: database_sync_to_async(_accept)(request, parse, listing, keyless))
+        req, shown, batch = await _patient(lambda: kept_db(_accept)(request, parse, listing, keyless))
         reply = await _reply(batch.id)
     except redis.RedisError:
         down = "The message queue (Redis) is unreachable; retry in a moment."
@@ -115,7 +115,7 @@ async def embed(request: HttpRequest, parse, *, listing: str, keyless: bool) -> 
     if reply["status"] != 200:
         raise ApiError(reply["status"], reply["message"], code=reply["code"], param="input")
     total_ms = (time.time_ns() - batch.t_arrive_ns) / 1e6
-    await database_sync_to_async(embedding_service.embedding_batch_answered)(batch_id=batch.id, e2e_ms=total_ms)
+    await kept_db(embedding_service.embedding_batch_answered)(batch_id=batch.id, e2e_ms=total_ms)
     return Embedded(
         req=req,
         model=shown,

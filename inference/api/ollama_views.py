@@ -6,12 +6,12 @@ from __future__ import annotations
 import datetime
 import hashlib
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 
+from homeai.dbthreads import kept_db
 from inference import model_library
 from inference.api import ollama
 from inference.api.auth import ollama_user
@@ -150,7 +150,7 @@ async def _read(request: HttpRequest, method: str, build) -> HttpResponse:
         return _not_allowed(method)
     try:
         await ollama_user(request)
-        return JsonResponse(await database_sync_to_async(build)())
+        return JsonResponse(await kept_db(build)())
     except ApiError as exc:
         return ollama.error_response(exc)
 

@@ -11,9 +11,9 @@ import asyncio
 import contextlib
 import logging
 
-from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
+from homeai.dbthreads import kept_db
 from inference import events
 from inference.broadcast import generation_group
 from inference.models import Generation
@@ -74,4 +74,4 @@ def _final_event(generation_id: int) -> dict | None:
     return events.final(Generation.objects.filter(id=generation_id).select_related("message").first(), generation_id)
 
 
-final_event = database_sync_to_async(_final_event)
+final_event = kept_db(_final_event)

@@ -18,7 +18,6 @@ import time
 from collections.abc import AsyncIterator
 
 import redis
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
@@ -26,6 +25,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 
 from homeai.arrival import arrived_ns
+from homeai.dbthreads import kept_db
 from inference import events, watchdog
 from inference.api import protocol
 from inference.api.auth import api_user, authenticate, metrics_token_ok
@@ -151,7 +151,7 @@ async def _keyed_read(request: HttpRequest, build) -> HttpResponse:
         await api_user(request)
     except ApiError as exc:
         return exc.response()
-    return JsonResponse(await database_sync_to_async(build)(), safe=False)
+    return JsonResponse(await kept_db(build)(), safe=False)
 
 
 @csrf_exempt
@@ -171,7 +171,7 @@ async def model_detail(request: HttpRequest, model_id: str) -> HttpResponse:
         await api_user(request)
     except ApiError as exc:
         return exc.response()
-    if model_id not in (await database_sync_to_async(serving_state)()).spellings:
+    if model_id not in (await kept_db(serving_state)()).spellings:
         unknown = ApiError(404, f"The model {model_id!r} does not exist here.", code="model_not_found", param="model")
         return unknown.response()
     return JsonResponse(_model_object(model_id))
@@ -201,7 +201,7 @@ class Answer:
     async def start(self) -> None:
         """Subscribe, then send the task: the first token cannot beat the subscription."""
         await self.events.open()
-        await database_sync_to_async(generations.generation_enqueue)(generation=self.generation, arrival=self.arrival)
+        await kept_db(generations.generation_enqueue)(generation=self.generation, arrival=self.arrival)
 
     async def end(self) -> None:
         if self._ended:
@@ -210,11 +210,9 @@ class Answer:
         try:
             if not self.finished:
                 # The client left (or this server failed) before the answer ended: stop it.
-                await database_sync_to_async(generations.generation_cancel)(
-                    user=self.user, generation_id=self.generation_id
-                )
+                await kept_db(generations.generation_cancel)(user=self.user, generation_id=self.generation_id)
             elif self.served_ttft_ms is not None:
-                await database_sync_to_async(generations.generation_set_served_ttft)(
+                await kept_db(generations.generation_set_served_ttft)(
                     generation_id=self.generation_id, ttft_ms=self.served_ttft_ms
                 )
         except Exception:
@@ -346,7 +344,7 @@ async def respond(accept, *, errors) -> HttpResponse:
     answer = None
     arrival = arrivals.Arrival()
     try:
-        accepted = await _patient(lambda: database_sync_to_async(accept)(arrival))
+        accepted = await _patient(lambda: kept_db(accept)(arrival))
         if isinstance(accepted, HttpResponse):
             return accepted
         user, generation, wire, stream_it, tools = accepted

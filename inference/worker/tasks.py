@@ -6,9 +6,10 @@ from __future__ import annotations
 import threading
 
 from celery import shared_task
-from celery.signals import celeryd_after_setup, worker_ready, worker_shutdown
+from celery.signals import celeryd_after_setup, task_prerun, worker_ready, worker_shutdown
 from django.conf import settings
 
+from homeai import dbthreads
 from inference import model_library, probe
 from inference.services import demo
 from inference.worker import embedder, heartbeat, queues, registry, runtime, stream
@@ -46,11 +47,21 @@ def demo_document(user_id: int, chat_ids: list[int], waited_s: float = 0.0) -> N
 @celeryd_after_setup.connect
 def _on_worker_setup(sender, instance, **_kwargs) -> None:
     """Before it consumes anything: the bundled models written into the folder (unless turned
-    off), and a queue per model held added to the worker's queues."""
+    off), and a queue per model held added to the worker's queues. Its threads keep their
+    database connections (homeai/dbthreads.py)."""
+    dbthreads.keep_worker_connections()
     if settings.HOMEAI_BUNDLED_MODELS:
         model_library.ensure_bundled_models()
     runtime.clear_stale_kv()
     queues.at_setup(sender, instance.app, [registry.model_queue(m.name) for m in model_library.servable()])
+
+
+@task_prerun.connect
+def _on_task_prerun(sender=None, **_kwargs) -> None:
+    # The thread's kept connection, checked as a request's start checks one (not for a task run
+    # in the caller's own thread, whose transaction may be open).
+    if not getattr(getattr(sender, "request", None), "is_eager", False):
+        dbthreads.check_connections()
 
 
 @worker_ready.connect
