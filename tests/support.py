@@ -197,5 +197,24 @@ class ChatSocket:
         self._stack.close()
 
 
+class RecordingOutbox:
+    """A stand-in for broadcast.Outbox that records the writes a step relay makes (works=False:
+    every write fails, as with Redis down)."""
+
+    def __init__(self, *, works: bool = True):
+        self.works, self.writes = works, []
+
+    def connect(self) -> bool:
+        return True
+
+    def send_now(self, messages) -> bool:
+        if self.works:
+            self.writes.append(messages)
+        return self.works
+
+    def send(self, messages) -> bool:
+        return self.send_now(messages)
+
+
 def of_type(events: list[dict], kind: str) -> list[dict]:
     return [e for e in events if e["type"] == kind]

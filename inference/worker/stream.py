@@ -98,8 +98,9 @@ def _run(generation_id: int, arrival: str, handed: Callable[[], None]) -> None:
         return
     generation = Generation.objects.select_related("user").get(id=generation_id)
     relay = _Relay(generation)
-    if relay.frame_every == 0:
-        relay.quick = STEP_RELAY.register(generation.id)  # before the engine can send a token
+    if generation.client != "chat":
+        # Before the engine can send a token; None (Redis down): this thread publishes them.
+        relay.quick = STEP_RELAY.register(generation.id, settings.HOMEAI_API_FRAME_MS / 1000)
     try:
         seq = Sequence(
             seq_id=generation.id,
@@ -216,10 +217,10 @@ class _Relay:
         self.ended = False
         # The chat page draws four times a second, so its tokens go in frames at most every
         # CHAT_FRAME_EVERY_S (the first at once): a third as many frames for the browser, daphne
-        # and Redis to pass on. API clients get every token as it comes (the engine thread
-        # publishes them, step_relay.py), unless the server's HOMEAI_API_FRAME_MS asks for frames.
-        chat = generation.client == "chat"
-        self.frame_every = CHAT_FRAME_EVERY_S if chat else settings.HOMEAI_API_FRAME_MS / 1000
+        # and Redis to pass on. API answers' tokens are the engine thread's to publish, in the
+        # server's HOMEAI_API_FRAME_MS frames (step_relay.py), unless Redis was down when the
+        # answer started; then this thread publishes every token as it comes.
+        self.frame_every = CHAT_FRAME_EVERY_S if generation.client == "chat" else 0.0
         self.quick: QuickAnswer | None = None  # on the engine thread's quick path (step_relay.py)
 
     def run(self, seq: Sequence, engine: Engine) -> None:
@@ -232,8 +233,8 @@ class _Relay:
         quick = self.quick
         next_frame = 0.0
         while True:
-            # Events the engine thread published do not wake this thread: it takes them
-            # when its wait for the first event times out (CANCEL_POLL_S).
+            # Events the engine thread took on do not wake this thread: it takes them when its
+            # wait for the first event times out (CANCEL_POLL_S).
             ready = _gather(seq.events, next_frame)
             frame, final = [], None
             for ev in ready:
@@ -245,8 +246,11 @@ class _Relay:
                     next_frame = time.monotonic() + self.frame_every
                 if isinstance(ev, DoneEvent | ErrorEvent):
                     final = ev
-                elif quick is None or not quick.was_published(ev):
+                elif quick is None or not quick.took(ev):  # the engine thread's to publish
                     frame.append(wire_event(gid, ev))
+            if quick is not None and (final is not None or not quick.on):
+                # The engine thread is done with this answer: what it still holds goes first.
+                frame = [wire_event(gid, ev) for ev in quick.take_held()] + frame
             if final is not None:
                 self._publish_end(frame, self._store_end(final))
                 _forget_cancel(r, gid)
@@ -271,7 +275,8 @@ class _Relay:
     def fail(self, code: str, message: str) -> None:
         """End the answer as an error with the text so far, unless it already ended."""
         if not self.ended:
-            self._publish_end([], self._store_end(ErrorEvent(code, message)))
+            held = [wire_event(self.generation.id, ev) for ev in self.quick.take_held()] if self.quick else []
+            self._publish_end(held, self._store_end(ErrorEvent(code, message)))
 
     def _publish_end(self, frame: list[dict], end: dict | None) -> None:
         """Send the last frame, with the end event when this worker wrote the end; then count

@@ -4,19 +4,20 @@ engine and model run through this code in tests/dashboard/chat.)"""
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from django.conf import settings
 
+from inference import events
 from inference.engine.events import DoneEvent, PhaseEvent, TokenEvent
 from inference.models import Generation, Message
 from inference.services.generations import generation_create, generation_create_api, generation_enqueue
 from inference.worker import arrivals, registry, stream
+from inference.worker.step_relay import StepRelay
 from tests import factories
+from tests.support import RecordingOutbox
 
 METRICS = {name: 0.0 for name in stream.METRIC_COLUMNS} | {"token_times_ms": [1.0, 2.0], "itl_ms": [1.0]}
 
@@ -187,63 +188,92 @@ def test_speculation_is_on_by_the_servers_policy_and_off_per_request(answer, set
     assert params.speculative is speculative
 
 
-def test_a_phase_event_does_not_hold_the_first_token_back(db, monkeypatch, settings):
-    """Frames hold tokens that follow a token; the first token goes at once even when a phase
-    event (the prompt's progress) went out just before it."""
-    settings.HOMEAI_API_FRAME_MS = 1000
-    api = generation_create_api(user=factories.user(), client="curl", prompt="Hello?", max_tokens=8)
-    holds: list[float] = []
-    gather = stream._gather
+class QuickEngine(StandInEngine):
+    """Runs its script as steps through a step relay, as the engine thread does (Engine._deliver):
+    what the relay takes on is queued without waking the task thread. A callable in the script
+    runs between two steps."""
 
-    def watched(events, hold_until):
-        holds.append(hold_until - time.monotonic())
-        return gather(events, hold_until)
+    def __init__(self, steps, relay):
+        super().__init__()
+        self.steps, self.relay = steps, relay
 
-    def rest_of_the_answer(seq):
-        def later():
-            while len(holds) < 2:
-                time.sleep(0.01)
-            seq.events.put(TokenEvent("Hi", 1.0))
-            seq.events.put(DoneEvent(text="Hi", finish_reason="stop", notice="", metrics=METRICS))
-
-        threading.Thread(target=later, daemon=True).start()
-
-    monkeypatch.setattr(stream, "_gather", watched)
-    run_with(monkeypatch, StandInEngine([PhaseEvent("prefill", done=3, total=6)], on_submit=rest_of_the_answer))
-    stream.generation_run(generation_id=api.id)
-    api.refresh_from_db()
-    assert api.status == "done" and api.token_texts == ["Hi"]
-    assert holds[0] <= 0 and holds[1] <= 0  # after the phase event, the token was not held
+    def submit(self, seq) -> bool:
+        self.submitted.append(seq.seq_id)
+        seq.events.put(PhaseEvent("load", state="start"))  # queued outside a step, as a model load is
+        for step in self.steps:
+            if callable(step):
+                step()
+                continue
+            taken = self.relay([(seq, step)])
+            seq.deliver(step, quiet=seq.seq_id in taken)
+        return True
 
 
-@pytest.mark.parametrize(("frame_ms", "held_s"), [(0, 0.0), (1000, 1.0)])
-def test_an_api_streams_frames_follow_the_servers_setting(db, monkeypatch, settings, frame_ms, held_s):
-    """HOMEAI_API_FRAME_MS: 0 sends every token as it comes; above 0 a frame holds the tokens that
-    come within that many ms of the last one sent (an answer's end is never held)."""
+def _texts(frame: list[dict]) -> list[str]:
+    return [e["text"] if e["type"] == events.TOKEN else e["type"].split(".")[-1] for e in frame]
+
+
+@pytest.fixture
+def quick(monkeypatch):
+    """A step relay of the test's own whose writes are recorded (the worker's is STEP_RELAY), and
+    what the task thread publishes itself (relay.published)."""
+    relay = StepRelay(RecordingOutbox())
+    relay.published = []
+    monkeypatch.setattr(stream, "STEP_RELAY", relay)
+    monkeypatch.setattr(stream.broadcast, "publish_for", lambda generation, frame: relay.published.append(frame))
+    return relay
+
+
+def _written(relay) -> list[list[str]]:
+    return [_texts(message["events"]) for write in relay.outbox.writes for _, message in write]
+
+
+def _api_answer():
+    return generation_create_api(user=factories.user(), client="curl", prompt="Hello?", max_tokens=8)
+
+
+@pytest.mark.parametrize(
+    ("frame_ms", "frames"),
+    [
+        (0, [["phase", "a"], ["b"], ["c"], ["phase", "done"]]),
+        # The first token at once; the rest held, and sent before the end, which never waits.
+        (1000, [["phase", "a"], ["b", "c", "phase", "done"]]),
+    ],
+)
+def test_an_api_answers_tokens_go_in_the_servers_frames_and_its_end_never_waits(
+    db, monkeypatch, settings, quick, frame_ms, frames
+):
     settings.HOMEAI_API_FRAME_MS = frame_ms
-    api = generation_create_api(user=factories.user(), client="curl", prompt="Hello?", max_tokens=8)
-    holds: list[float] = []
-    first_frame_sent = threading.Event()
-    gather = stream._gather
-
-    def watched(events, hold_until):
-        holds.append(hold_until - time.monotonic())
-        ready = gather(events, hold_until)
-        first_frame_sent.set()
-        return ready
-
-    def rest_of_the_answer(seq):
-        def later():
-            first_frame_sent.wait(30)
-            seq.events.put(TokenEvent(" there", 2.0))
-            seq.events.put(DoneEvent(text="Hi there", finish_reason="stop", notice="", metrics=METRICS))
-
-        threading.Thread(target=later, daemon=True).start()
-
-    monkeypatch.setattr(stream, "_gather", watched)
-    run_with(monkeypatch, StandInEngine([TokenEvent("Hi", 1.0)], on_submit=rest_of_the_answer))
+    api = _api_answer()
+    done = DoneEvent(text="abc", finish_reason="stop", notice="", metrics=METRICS)
+    steps = [[PhaseEvent("decode"), TokenEvent("a", 1.0)], [TokenEvent("b", 2.0)], [TokenEvent("c", 3.0), done]]
+    run_with(monkeypatch, QuickEngine(steps, quick))
     stream.generation_run(generation_id=api.id)
+    # The load's event, queued outside a step, is the task thread's: it goes with the end here,
+    # since this engine queued everything before the thread looked. No token goes twice.
+    assert _written(quick) == frames and not quick.published
     api.refresh_from_db()
-    assert api.status == "done" and api.token_texts == ["Hi", " there"]
-    assert holds[0] <= 0  # the first token goes at once
-    assert 0 < holds[1] <= held_s if held_s else holds[1] <= 0  # the next one waits for more, or not
+    assert api.status == "done" and api.token_texts == ["a", "b", "c"]
+
+
+def test_after_a_failed_write_the_task_thread_sends_what_was_held_then_the_rest_in_order(
+    db, monkeypatch, settings, quick
+):
+    settings.HOMEAI_API_FRAME_MS = 1000
+    api = _api_answer()
+
+    def redis_fails_and_a_frame_is_due():
+        quick.outbox.works = False
+        quick._answers[api.id].due = 0.0
+
+    done = DoneEvent(text="abcd", finish_reason="stop", notice="", metrics=METRICS)
+    steps = [[TokenEvent("a", 1.0)], [TokenEvent("b", 2.0)], redis_fails_and_a_frame_is_due]
+    steps += [[TokenEvent("c", 3.0)], [TokenEvent("d", 4.0), done]]
+    run_with(monkeypatch, QuickEngine(steps, quick))
+    stream.generation_run(generation_id=api.id)
+    # "b" was held when the write that would carry it with "c" failed: both were left to the
+    # task thread, which sent them before "d" (no longer taken on) and the end.
+    assert _written(quick) == [["a"]]
+    assert [_texts(frame) for frame in quick.published if frame] == [["b", "c", "phase", "d", "done"]]
+    api.refresh_from_db()
+    assert api.status == "done" and api.token_texts == ["a", "b", "c", "d"]
