@@ -10,8 +10,9 @@ every second.
 - `kept_db(fn)`: the machine APIs (/v1/, /api/) and the answer sweep run their database work on a
   fixed pool of threads that live as long as the process, each keeping its connection. Before
   each use the connection is checked as Django checks one at a request's start: one left outside
-  autocommit is closed, one that had an error is tested and closed if it no longer works (a
-  database restart), and the next query opens a new one.
+  autocommit is closed, one that had an error is tested and closed if it no longer works, and its
+  first query tests it (Django's health check: a database restarted meanwhile costs a new
+  connection, not a failed request).
 - `keep_worker_connections()`: a worker's task threads live as long as the worker, so the worker
   keeps its connections (CONN_MAX_AGE None, with health checks), in that process alone, and
   `check_connections()` checks the thread's before each task (Celery's Django fix-up would close
@@ -29,6 +30,7 @@ from django.db import connections
 
 KEPT_DB_THREADS = 8  # requests (and the sweep) doing database work at once, per web process
 _executor = ThreadPoolExecutor(max_workers=KEPT_DB_THREADS, thread_name_prefix="homeai-db")
+_used = threading.Event()  # some thread may hold a connection (close_kept_connections)
 
 
 def _with_kept_connection(fn):
@@ -36,7 +38,11 @@ def _with_kept_connection(fn):
     def run(*args, **kwargs):
         for conn in connections.all(initialized_only=True):
             conn.close_at = None  # kept: this thread lives as long as the process
+            # Tested (PostgreSQL: SELECT 1) before its first query of each use, so a database
+            # restart costs a reconnection, not a failed request (Django's CONN_HEALTH_CHECKS).
+            conn.health_check_enabled = True
         check_connections()
+        _used.set()
         return fn(*args, **kwargs)
 
     return run
@@ -49,7 +55,11 @@ def kept_db(fn):
 
 
 def close_kept_connections() -> None:
-    """Close every kept-connection thread's connection (a test's, before its database goes)."""
+    """Close every kept-connection thread's connection: a test's, since the next test may not
+    be allowed to touch the database, or may drop it."""
+    if not _used.is_set():
+        return
+    _used.clear()
     barrier = threading.Barrier(KEPT_DB_THREADS)
 
     def close():

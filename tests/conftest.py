@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
 
+from homeai import dbthreads
 from inference.model_library import ensure_bundled_models
 from inference.models import Generation
 from tests import factories
@@ -43,6 +44,14 @@ def bundled_models():
             target.parent.mkdir(parents=True, exist_ok=True)
             os.link(source, target)
     ensure_bundled_models()
+
+
+@pytest.fixture(autouse=True)
+def _kept_connections_closed():
+    """The threads that keep database connections (homeai/dbthreads.py) close them after each
+    test that used them in this process: the next test may not be allowed the database."""
+    yield
+    dbthreads.close_kept_connections()
 
 
 @pytest.fixture

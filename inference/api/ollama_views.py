@@ -34,16 +34,14 @@ async def _answer(request: HttpRequest, parse) -> HttpResponse:
     if request.method != "POST":
         return _not_allowed("POST")
 
-    def accept(arrival):
-        user, req, generation = queue_answer(
-            request, lambda data, models: parse(data, models=models), arrival, keyless=True
-        )
+    def accept(user, arrival):
+        req, generation = queue_answer(request, lambda data, models: parse(data, models=models), arrival, user)
         wire = ollama.OllamaWire(req)
         if generation is None:
             return JsonResponse(wire.loaded())
         return user, generation, wire, req.stream, req.tools
 
-    return await respond(accept, errors=ollama.error_response)
+    return await respond(request, accept, errors=ollama.error_response, keyless=True)
 
 
 @csrf_exempt

@@ -58,20 +58,26 @@ def read_body(request: HttpRequest) -> dict:
     return protocol.parse_body(raw)
 
 
-def queue_answer(
-    request: HttpRequest, parse, arrival: arrivals.Arrival, *, keyless: bool = False
-) -> tuple[object, object, Generation | None]:
-    """Everything before the answer is queued, in one trip to a thread: key, body, model, row.
-    The request is announced (arrival) as soon as its key is good, so that an engine about to
-    read another's prompt waits for this one too; a refused request withdraws it.
-
-    parse(data, models) checks the body in its API's terms (protocol.parse_request,
-    ollama.parse_chat, ...). The order is OpenAI's: a bad key is a 401 whatever the body, a bad
-    body a 400, an unknown model a 404, no worker a 503. No row for an Ollama load request
-    (there is nothing to answer).
-    """
+def admit(request: HttpRequest, arrival: arrivals.Arrival, *, keyless: bool = False):
+    """The user whose key the request carries (ApiError 401 otherwise), and the request announced
+    (arrival), so that an engine about to read another's prompt waits for this one too. Its own
+    trip to a thread, before the rest of the work: requests sent together are all announced
+    within a few milliseconds, not each at the end of its share of the burst (docs/performance.md).
+    An unauthenticated request is never announced."""
     user = authenticate(request, keyless=keyless)
     arrival.announce()
+    return user
+
+
+def queue_answer(request: HttpRequest, parse, arrival: arrivals.Arrival, user) -> tuple[object, Generation | None]:
+    """Everything else before the answer is queued, in one trip to a thread: body, model, row. A
+    refused request withdraws its announcement (arrival).
+
+    parse(data, models) checks the body in its API's terms (protocol.parse_request,
+    ollama.parse_chat, ...). The order is OpenAI's: a bad key is a 401 whatever the body (admit),
+    a bad body a 400, an unknown model a 404, no worker a 503. No row for an Ollama load request
+    (there is nothing to answer).
+    """
     try:
         req, generation = _checked_answer(request, parse, user)
     except BaseException:
@@ -79,7 +85,7 @@ def queue_answer(
         raise
     if generation is None:
         arrival.withdraw()
-    return user, req, generation
+    return req, generation
 
 
 def _checked_answer(request: HttpRequest, parse, user) -> tuple[object, Generation | None]:
@@ -323,28 +329,30 @@ async def _respond(request: HttpRequest, *, chat: bool) -> HttpResponse:
     if request.method != "POST":
         return _method_not_allowed("POST")
 
-    def accept(arrival):
-        user, req, generation = queue_answer(
-            request, lambda data, models: protocol.parse_request(data, chat=chat, models=models), arrival
+    def accept(user, arrival):
+        req, generation = queue_answer(
+            request, lambda data, models: protocol.parse_request(data, chat=chat, models=models), arrival, user
         )
         wire = protocol.OpenAIWire(req, f"{req.object_id_prefix}-{generation.id}", int(time.time()))
         return user, generation, wire, req.stream, req.tools
 
-    return await respond(accept, errors=ApiError.response)
+    return await respond(request, accept, errors=ApiError.response)
 
 
-async def respond(accept, *, errors) -> HttpResponse:
+async def respond(request: HttpRequest, accept, *, errors, keyless: bool = False) -> HttpResponse:
     """Queue an answer and answer the request with it, whole or streamed, in its wire's shapes.
 
-    accept(arrival) (run in a thread) checks the request and stores the answer: (user,
-    generation, wire, stream, tools), or an HttpResponse when there is nothing to answer, or
-    raises ApiError; errors(ApiError) renders a refusal. arrival: the request's announcement
-    (queue_answer makes it), whose token the answer's task carries.
+    The request is admitted first (its key, then its announcement: admit); accept(user, arrival)
+    (run in a thread) then checks the rest and stores the answer: (user, generation, wire,
+    stream, tools), or an HttpResponse when there is nothing to answer, or raises ApiError;
+    errors(ApiError) renders a refusal. arrival: the request's announcement, whose token the
+    answer's task carries. keyless: the Ollama API's keyless LAN user may be the requester.
     """
     answer = None
     arrival = arrivals.Arrival()
     try:
-        accepted = await _patient(lambda: kept_db(accept)(arrival))
+        user = await kept_db(admit)(request, arrival, keyless=keyless)
+        accepted = await _patient(lambda: kept_db(accept)(user, arrival))
         if isinstance(accepted, HttpResponse):
             return accepted
         user, generation, wire, stream_it, tools = accepted
@@ -381,6 +389,8 @@ async def respond(accept, *, errors) -> HttpResponse:
     except BaseException:  # cancelled: the client went away
         if answer is not None:
             await answer.end()
+        else:
+            arrival.withdraw()  # no task will carry its token
         raise
     response = StreamingHttpResponse(_primed(first, stream), content_type=answer.wire.content_type)
     response["Cache-Control"] = "no-cache"

@@ -34,10 +34,12 @@ log = logging.getLogger(__name__)
 
 STEP_RING_SIZE = 2048
 # A step that only reads prompts waits up to this long for answers already on their way to
-# this engine (arriving(): the web has them, or the worker is building their prompts), polling
-# this often.
-GATHER_MAX_S = 0.05
-GATHER_POLL_S = 0.002
+# this engine (arriving(): the web has them, or the worker is building their prompts). At 50 ms,
+# a 2-core box that took longer to check and store four requests sent together read the last
+# one's prompt a whole step (~450 ms) after the others' in 2 of 8 rounds (docs/performance.md).
+# It asks Redis again after each arrival, and at least this often.
+GATHER_MAX_S = 0.15
+GATHER_POLL_S = 0.01
 
 
 class Engine:

@@ -17,12 +17,6 @@ from homeai.celery import app as celery_app
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(autouse=True)
-def _closed_after():
-    yield
-    dbthreads.close_kept_connections()
-
-
 def _state() -> tuple[object, bool]:
     """This thread's connection (its DB-API object: the tests hold on to them, so that a new one
     cannot take a closed one's id) and whether it is in autocommit."""
@@ -53,6 +47,7 @@ def test_the_api_threads_keep_their_connections_across_requests():
     User.objects.create_user("kept")
     first = [c for c, _ in _on_every_thread(_state)]
     assert len({id(c) for c in first}) == dbthreads.KEPT_DB_THREADS  # one connection per thread
+    assert all(_on_every_thread(lambda: connection.health_check_enabled))  # tested before each use
     second = [c for c, _ in _on_every_thread(_state)]
     assert {id(c) for c in second} == {id(c) for c in first}  # the same ones again: none was closed and opened anew
     # And they read what others committed (autocommit: no snapshot is held between requests).
