@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 
 from celery import shared_task
@@ -71,6 +72,10 @@ def _on_worker_ready(**_kwargs) -> None:
     # request. A worker that does not hold the default model builds nothing yet.
     if model_library.path_of(runtime.default_model()).is_file():
         runtime.get_engine()
+    # What is loaded by now lives as long as the worker: out of the cyclic collector's way, so a
+    # full collection scans only what came after (one took 149 ms, holding the interpreter and
+    # so the engine thread between two steps; docs/performance.md).
+    gc.freeze()
     heartbeat.start()
     # Memory bandwidth and FLOP/s for the dashboard's "why" panel: a second or two, cached per host.
     threading.Thread(target=probe.ensure_cached, name="homeai-probe", daemon=True).start()
