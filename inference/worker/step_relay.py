@@ -71,11 +71,11 @@ class QuickAnswer:
         """What it holds, as its client gets it."""
         return [wire_event(self.generation_id, e) for e in self.held]
 
-    def take_held(self) -> list[EngineEvent]:
-        """What the engine thread still holds, for the task thread to send: only once the engine
-        thread is done with the answer (its end came, or `on` went False)."""
-        held, self.held = self.held, []
-        return held
+    def take_frame(self) -> list[dict]:
+        """What the engine thread still holds, as its client gets it, for the task thread to send:
+        only once the engine thread is done with the answer (its end came, or `on` went False)."""
+        frame, self.held = self.frame(), []
+        return frame
 
 
 class StepRelay:

@@ -250,7 +250,7 @@ class _Relay:
                     frame.append(wire_event(gid, ev))
             if quick is not None and (final is not None or not quick.on):
                 # The engine thread is done with this answer: what it still holds goes first.
-                frame = [wire_event(gid, ev) for ev in quick.take_held()] + frame
+                frame = quick.take_frame() + frame
             if final is not None:
                 self._publish_end(frame, self._store_end(final))
                 _forget_cancel(r, gid)
@@ -275,7 +275,7 @@ class _Relay:
     def fail(self, code: str, message: str) -> None:
         """End the answer as an error with the text so far, unless it already ended."""
         if not self.ended:
-            held = [wire_event(self.generation.id, ev) for ev in self.quick.take_held()] if self.quick else []
+            held = self.quick.take_frame() if self.quick else []
             self._publish_end(held, self._store_end(ErrorEvent(code, message)))
 
     def _publish_end(self, frame: list[dict], end: dict | None) -> None:

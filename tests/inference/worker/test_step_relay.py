@@ -108,7 +108,7 @@ def test_a_failed_write_leaves_what_was_held_to_the_task_thread_and_the_answer_o
     outbox.works = False
     clock.t += 0.05
     assert relay([(seq(1), [TokenEvent("c", 3.0)])]) == {1}  # taken on, but the write failed
-    assert not answer.on and [e.text for e in answer.take_held()] == ["b", "c"] and len(answer.taken) == 3
+    assert not answer.on and [e["text"] for e in answer.take_frame()] == ["b", "c"] and len(answer.taken) == 3
     outbox.works = True  # Redis is back: this answer's task thread still publishes the rest
     assert relay([(seq(1), [TokenEvent("d", 4.0)])]) == set()
     assert [texts(w[0][1]) for w in outbox.writes] == [["a"]]
