@@ -10,13 +10,12 @@ import threading
 import time
 from collections.abc import Callable
 
-import redis
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from inference import broadcast, events, redis_client, selectors
+from inference import broadcast, events, selectors
 from inference.engine.engine import Engine
 from inference.engine.events import DoneEvent, EngineEvent, ErrorEvent, PhaseEvent, TokenEvent
 from inference.engine.sequence import SamplingParams, Sequence
@@ -25,10 +24,13 @@ from inference.engine.tools import OutputSpec
 from inference.metrics import record_generation
 from inference.models import Generation, Message
 from inference.worker import arrivals, registry, runtime
+from inference.worker.cancels import CANCELS, Watched, forget
 from inference.worker.step_relay import STEP_RELAY, QuickAnswer, wire_event
 
 SAVE_EVERY_S = 0.25  # a crash loses at most this much of an answer
-CANCEL_POLL_S = 0.1
+# An answer's task thread wakes for its events, and at least this often to save its text, feed
+# the dashboard and look at its deadline and its engine (a client's stop is cancels.py's to see).
+WAKE_EVERY_S = SAVE_EVERY_S
 CHAT_FRAME_EVERY_S = 0.1
 CANCEL_GRACE_S = 30.0  # a cancel the engine has not answered by then: the engine is stuck
 SUBMIT_ATTEMPTS = 3
@@ -68,7 +70,7 @@ def generation_run(*, generation_id: int, arrival: str = "") -> None:
     1. Claim the row (queued -> running) so a redelivered task is a no-op.
     2. Submit a Sequence to this process's engine (a newer one if a model switch retired it).
     3. Relay engine events to the user's sockets in frames (all events ready at once),
-       saving the partial text every SAVE_EVERY_S and polling for a cancel request.
+       saving the partial text every SAVE_EVERY_S (a client's stop is seen by cancels.py).
     4. Write the final text and metrics once.
 
     Whatever fails after the claim, the answer ends: marked error with the text so far, and
@@ -136,33 +138,17 @@ def _submit(seq: Sequence, model_name: str) -> Engine:
 
 
 def _gather(events: queue.Queue, hold_until: float) -> list[EngineEvent]:
-    """The events ready now (waiting up to CANCEL_POLL_S for the first), and those that follow
+    """The events ready now (waiting up to WAKE_EVERY_S for the first), and those that follow
     until hold_until; an answer's end is never held back."""
     ready: list[EngineEvent] = []
     try:
-        ready.append(events.get(timeout=CANCEL_POLL_S))
+        ready.append(events.get(timeout=WAKE_EVERY_S))
         while not isinstance(ready[-1], DoneEvent | ErrorEvent):
             wait = hold_until - time.monotonic()
             ready.append(events.get(timeout=wait) if wait > 0 else events.get_nowait())
     except queue.Empty:
         pass
     return ready
-
-
-def _cancel_requested(r, generation_id: int) -> bool:
-    """Whether the answer's client asked to stop it. While Redis is down nobody can ask, and
-    the answer goes on: it is saved to the database as it streams, whatever Redis does."""
-    try:
-        return bool(r.exists(redis_client.cancel_key(generation_id)))
-    except redis.RedisError:
-        return False
-
-
-def _forget_cancel(r, generation_id: int) -> None:
-    try:
-        r.delete(redis_client.cancel_key(generation_id))
-    except redis.RedisError:
-        pass  # the key expires by itself
 
 
 class _DashboardFeed:
@@ -224,17 +210,22 @@ class _Relay:
         self.quick: QuickAnswer | None = None  # on the engine thread's quick path (step_relay.py)
 
     def run(self, seq: Sequence, engine: Engine) -> None:
+        watched = CANCELS.watch(self.generation.id, lambda: engine.cancel(seq.seq_id))
+        try:
+            self._stream(seq, engine, watched)
+        finally:
+            CANCELS.unwatch(self.generation.id, watched)
+
+    def _stream(self, seq: Sequence, engine: Engine, watched: Watched) -> None:
         gid = self.generation.id
         saved = 0
-        last_save = last_check = time.monotonic()
+        last_save = time.monotonic()
         deadline = last_save + settings.HOMEAI_ANSWER_DEADLINE_S
-        cancelled_at: float | None = None
-        r = redis_client.client()
         quick = self.quick
         next_frame = 0.0
         while True:
             # Events the engine thread took on do not wake this thread: it takes them when its
-            # wait for the first event times out (CANCEL_POLL_S).
+            # wait for the first event times out (WAKE_EVERY_S).
             ready = _gather(seq.events, next_frame)
             frame, final = [], None
             for ev in ready:
@@ -253,7 +244,8 @@ class _Relay:
                 frame = quick.take_frame() + frame
             if final is not None:
                 self._publish_end(frame, self._store_end(final))
-                _forget_cancel(r, gid)
+                if watched.asked_at is not None:
+                    forget(gid)
                 return
             broadcast.publish_for(self.generation, frame)
             self.feed.flush()
@@ -261,13 +253,9 @@ class _Relay:
             if len(self.pieces) != saved and now - last_save >= SAVE_EVERY_S:
                 Message.objects.filter(id=self.generation.message_id).update(content="".join(self.pieces))
                 saved, last_save = len(self.pieces), now
-            if now - last_check < CANCEL_POLL_S:
-                continue
-            last_check = now
-            if cancelled_at is None and (now >= deadline or _cancel_requested(r, gid)):
-                engine.cancel(seq.seq_id)  # the engine answers with a cancelled DoneEvent
-                cancelled_at = now
-            stalled = cancelled_at is not None and now - cancelled_at > CANCEL_GRACE_S
+            if now >= deadline:
+                watched.stop()  # the engine answers with a cancelled DoneEvent
+            stalled = watched.asked_at is not None and now - watched.asked_at > CANCEL_GRACE_S
             if stalled or not engine.thread_alive:
                 self.fail("worker_error", WORKER_ERROR_MESSAGE)  # the engine will never answer
                 return
