@@ -103,20 +103,23 @@ def generations_interrupt_lost(*, workers: dict[str, dict], suspects: dict[int, 
     time) is the caller's memory between sweeps.
     """
     running = Generation.objects.filter(status=Generation.Status.RUNNING, worker__in=list(workers))
-    lost, seen = [], set()
-    for generation in running.select_related("user"):
-        beat = workers[generation.worker]
-        if "answers" not in beat or generation.id in beat["answers"]:
+    decided, seen = [], set()
+    # Ids and workers only: this runs every second while answers stream, and the whole rows are
+    # wanted only for the rare answer found lost.
+    for gid, worker in running.values_list("id", "worker"):
+        beat = workers[worker]
+        if "answers" not in beat or gid in beat["answers"]:
             continue  # a worker too old to say, or the answer is being written
-        seen.add(generation.id)
-        first_missed = suspects.setdefault(generation.id, beat["time"])
+        seen.add(gid)
+        first_missed = suspects.setdefault(gid, beat["time"])
         if beat["time"] > first_missed:
-            seen.discard(generation.id)  # decided: forget it either way
-            if _interrupt(generation, LOST_MESSAGE):
-                lost.append(generation)
+            seen.discard(gid)  # decided: forget it either way
+            decided.append(gid)
     for gid in set(suspects) - seen:
         del suspects[gid]
-    return lost
+    if not decided:
+        return []
+    return [g for g in running.filter(id__in=decided).select_related("user") if _interrupt(g, LOST_MESSAGE)]
 
 
 def _interrupt(generation: Generation, message: str) -> bool:
@@ -181,7 +184,9 @@ def generations_notify_no_worker(*, workers: dict[str, dict], notified: set[int]
     )
     unserved = set(waiting.values_list("id", flat=True))
     notified &= unserved  # an answer whose worker came back (and went again) is told again
-    for generation in waiting.exclude(id__in=notified).select_related("user"):
+    if not unserved - notified:
+        return
+    for generation in waiting.filter(id__in=unserved - notified).select_related("user"):
         notified.add(generation.id)
         message = NO_WORKER_MESSAGE if not workers else NO_MODEL_WORKER_MESSAGE.format(model=generation.model_name)
         broadcast.publish_for(generation, [events.phase(generation.id, "notice", message=message)])
