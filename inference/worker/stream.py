@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -137,6 +137,15 @@ def _submit(seq: Sequence, model_name: str) -> Engine:
     raise RuntimeError("no engine of this worker accepts work")
 
 
+def _save_text(message_id: int, text: str) -> None:
+    """An answer's text so far, saved four times a second while it streams: one plain statement,
+    not the ORM's update (0.04 against 0.24 ms of CPU in a warm loop; docs/performance.md)."""
+    qn = connection.ops.quote_name
+    sql = f"UPDATE {qn(Message._meta.db_table)} SET {qn('content')} = %s WHERE {qn('id')} = %s"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [text, message_id])
+
+
 def _gather(events: queue.Queue, hold_until: float) -> list[EngineEvent]:
     """The events ready now (waiting up to WAKE_EVERY_S for the first), and those that follow
     until hold_until; an answer's end is never held back."""
@@ -251,7 +260,7 @@ class _Relay:
             self.feed.flush()
             now = time.monotonic()
             if len(self.pieces) != saved and now - last_save >= SAVE_EVERY_S:
-                Message.objects.filter(id=self.generation.message_id).update(content="".join(self.pieces))
+                _save_text(self.generation.message_id, "".join(self.pieces))
                 saved, last_save = len(self.pieces), now
             if now >= deadline:
                 watched.stop()  # the engine answers with a cancelled DoneEvent
