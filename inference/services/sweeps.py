@@ -184,9 +184,10 @@ def generations_notify_no_worker(*, workers: dict[str, dict], notified: set[int]
     )
     unserved = set(waiting.values_list("id", flat=True))
     notified &= unserved  # an answer whose worker came back (and went again) is told again
-    if not unserved - notified:
+    untold = unserved - notified
+    if not untold:
         return
-    for generation in waiting.filter(id__in=unserved - notified).select_related("user"):
+    for generation in waiting.filter(id__in=untold).select_related("user"):
         notified.add(generation.id)
         message = NO_WORKER_MESSAGE if not workers else NO_MODEL_WORKER_MESSAGE.format(model=generation.model_name)
         broadcast.publish_for(generation, [events.phase(generation.id, "notice", message=message)])

@@ -83,10 +83,11 @@ class CancelWatch:
             self._outage.failed(f"asking again every {self.poll_s} s; the answers go on")
             return []
         self._outage.ok()
-        stopped = [gid for (gid, _), hit in zip(running, asked, strict=True) if hit]
-        for (_, watched), hit in zip(running, asked, strict=True):
+        stopped = []
+        for (gid, watched), hit in zip(running, asked, strict=True):
             if hit:
                 watched.stop()
+                stopped.append(gid)
         return stopped
 
     def _run(self) -> None:
