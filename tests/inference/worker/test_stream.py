@@ -9,6 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 from django.conf import settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from inference import events
 from inference.engine.events import DoneEvent, PhaseEvent, TokenEvent
@@ -277,3 +279,19 @@ def test_after_a_failed_write_the_task_thread_sends_what_was_held_then_the_rest_
     assert [_texts(frame) for frame in quick.published if frame] == [["b", "c", "phase", "d", "done"]]
     api.refresh_from_db()
     assert api.status == "done" and api.token_texts == ["a", "b", "c", "d"]
+
+
+def test_an_api_answers_end_is_what_its_stored_row_says_and_is_not_read_back(db, monkeypatch, quick):
+    api = _api_answer()
+    metrics = METRICS | {"output_tokens": 2, "prompt_tokens": 5, "ttft_ms": 12.5, "decode_ms": 3.25}
+    done = DoneEvent(text="ab", finish_reason="length", notice="cut short", metrics=metrics)
+    run_with(monkeypatch, StandInEngine([TokenEvent("a", 1.0), TokenEvent("b", 2.0), done]))
+    with CaptureQueriesContext(connection) as queries:
+        stream.generation_run(generation_id=api.id)
+    end = [e for write in quick.outbox.writes for _, message in write for e in message["events"]][-1]
+    api.refresh_from_db()
+    assert api.status == "done" and end == events.done(api, text="ab")
+    # Nothing reads the answer's row after the final write: its end is built from what was written.
+    table = Generation._meta.db_table
+    final = max(i for i, q in enumerate(queries) if q["sql"].startswith("UPDATE") and table in q["sql"])
+    assert not [q["sql"] for q in queries[final + 1 :] if q["sql"].startswith("SELECT") and table in q["sql"]]
