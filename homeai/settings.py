@@ -233,13 +233,14 @@ HOMEAI_STALL_FACTOR = env_float("HOMEAI_STALL_FACTOR", 2.0, minimum=0.0)
 # arrive together are read together (an allowance that refills as steps run under their target;
 # budget.py). 0: every step keeps to the target.
 HOMEAI_STALL_BURST_MS = env_float("HOMEAI_STALL_BURST_MS", 500.0, minimum=0.0)
-# API streams (OpenAI's, Ollama's): 0 sends every token as it comes; above 0, tokens that come
-# within this many ms of a frame go out in the next one (the chat page's frames are 100 ms; the
-# first token and the end are never held). Fewer frames are fewer wake-ups of Redis and daphne
-# per token, each taking a core from llama.cpp on a small CPU: 30 brought single-stream TPOT
-# from 1.08x to 0.98x of llama-server's on a 2-core box (docs/performance.md); clients then see
-# tokens in small bursts.
-HOMEAI_API_FRAME_MS = env_float("HOMEAI_API_FRAME_MS", 0.0, minimum=0.0)
+# API streams (OpenAI's, Ollama's): tokens that come within this many ms of a frame go out in the
+# next one (the chat page's frames are 100 ms; the first token and the end are never held); 0
+# sends every token as it comes. Fewer frames are fewer wake-ups of Redis and daphne per token,
+# each taking a core from llama.cpp on a small CPU: on 2-core boxes, 30 took single-stream TPOT
+# from 1.08x to 0.98x of llama-server's on one, and from a mean 1.08x to 1.03x over alternating
+# runs on another (docs/performance.md); clients see tokens in pairs at 33 a second, no reader can
+# tell. A stream slower than one token per frame is sent token by token.
+HOMEAI_API_FRAME_MS = env_float("HOMEAI_API_FRAME_MS", 30.0, minimum=0.0)
 # Back-pressure: past this many answers waiting, a new message is refused with "busy".
 HOMEAI_MAX_WAITING = env_int("HOMEAI_MAX_WAITING", 16, minimum=1)
 HOMEAI_MAX_WAITING_PER_USER = env_int("HOMEAI_MAX_WAITING_PER_USER", 8, minimum=1)
