@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest
 
 from homeai.dbthreads import kept_db
-from inference.api.keys import api_key_authenticate
+from inference.api.keys import api_key_check, api_key_touch
 from inference.api.protocol import ApiError
 
 
@@ -40,13 +41,18 @@ def keyless_user(request: HttpRequest):
     return get_user_model().objects.filter(username=name, is_active=True).first()
 
 
-def authenticate(request: HttpRequest, *, keyless: bool = False):
+def authenticate(request: HttpRequest, *, keyless: bool = False, admitted: Callable[[], None] | None = None):
     """The user whose API key the request carries; ApiError 401 otherwise.
 
     keyless: a request without a key may be the keyless user's (the Ollama API, when the admin
-    turned it on); a key that is sent must still be valid."""
+    turned it on); a key that is sent must still be valid. admitted: called once the requester
+    is known good, before anything is written: the key's last use is noted after it, since that
+    write may wait for the database's write lock behind other requests' rows, and an engine about
+    to read prompts waits only for the requests already announced (views.admit)."""
     token = bearer_token(request)
     if token is None and keyless and (user := keyless_user(request)) is not None:
+        if admitted is not None:
+            admitted()
         return user
     if token is None:
         raise ApiError(
@@ -55,15 +61,18 @@ def authenticate(request: HttpRequest, *, keyless: bool = False):
             "create a key on the API keys page (/settings/api-keys/).",
             code="missing_api_key",
         )
-    user = api_key_authenticate(token)
-    if user is None:
+    key = api_key_check(token)
+    if key is None:
         shown = token[:8] + "…" if len(token) > 8 else token
         raise ApiError(
             401,
             f"The API key {shown} is not valid: it may have been revoked. Create a new one on /settings/api-keys/.",
             code="invalid_api_key",
         )
-    return user
+    if admitted is not None:
+        admitted()
+    api_key_touch(key)
+    return key.user
 
 
 def metrics_token_ok(request: HttpRequest, expected: str) -> bool:

@@ -47,14 +47,18 @@ def api_keys_for_user(*, user):
     return ApiKey.objects.filter(user=user)
 
 
-def api_key_authenticate(raw: str):
-    """The active user a presented key belongs to, or None (unknown, revoked, or inactive user)."""
+def api_key_check(raw: str) -> ApiKey | None:
+    """The active key a presented one is (not revoked, its user active), or None; reads only."""
     if not raw or not raw.startswith(KEY_PREFIX) or len(raw) > 200:
         return None
     key = ApiKey.objects.select_related("user").filter(key_hash=hash_key(raw), revoked_at__isnull=True).first()
     if key is None or not key.user.is_active:
         return None
+    return key
+
+
+def api_key_touch(key: ApiKey) -> None:
+    """Note that the key was used (its last_used_at, written at most once a minute)."""
     now = timezone.now()
     if key.last_used_at is None or now - key.last_used_at >= TOUCH_EVERY:
         ApiKey.objects.filter(id=key.id).update(last_used_at=now)
-    return key.user

@@ -63,10 +63,9 @@ def admit(request: HttpRequest, arrival: arrivals.Arrival, *, keyless: bool = Fa
     (arrival), so that an engine about to read another's prompt waits for this one too. Its own
     trip to a thread, before the rest of the work: requests sent together are all announced
     within a few milliseconds, not each at the end of its share of the burst (docs/performance.md).
-    An unauthenticated request is never announced."""
-    user = authenticate(request, keyless=keyless)
-    arrival.announce()
-    return user
+    An unauthenticated request is never announced; a good one is, before its key's use is noted
+    (a write)."""
+    return authenticate(request, keyless=keyless, admitted=arrival.announce)
 
 
 def queue_answer(request: HttpRequest, parse, arrival: arrivals.Arrival, user) -> tuple[object, Generation | None]:

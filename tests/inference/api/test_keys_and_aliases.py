@@ -9,6 +9,7 @@ from django.test import Client, RequestFactory
 from inference.api.auth import authenticate
 from inference.api.keys import api_key_create
 from inference.api.protocol import ApiError
+from inference.models import ApiKey
 from inference.worker import registry
 from tests import factories
 
@@ -47,6 +48,20 @@ def test_a_key_that_is_sent_must_be_valid_even_from_the_lan(ada):
     assert caught.value.code == "invalid_api_key"
     _, raw = api_key_create(user=factories.user("bob"))
     assert authenticate(_request("192.168.1.20", raw), keyless=True).username == "bob"
+
+
+def test_a_good_key_is_admitted_before_its_use_is_written_and_a_bad_one_never(ada):
+    """The request is announced (admitted) before the key's last use is written: that write may
+    wait for the database behind other requests' rows."""
+    key, raw = api_key_create(user=factories.user("bob"))
+    seen = []
+    admitted = lambda: seen.append(ApiKey.objects.get(id=key.id).last_used_at)  # noqa: E731
+    assert authenticate(_request("192.168.1.20", raw), admitted=admitted).username == "bob"
+    assert seen == [None] and ApiKey.objects.get(id=key.id).last_used_at is not None
+    with pytest.raises(ApiError):
+        authenticate(_request("192.168.1.20", "hai_revoked-or-wrong"), admitted=admitted)
+    authenticate(_request("192.168.1.20"), keyless=True, admitted=admitted)  # the keyless user, no key
+    assert len(seen) == 2
 
 
 def test_props_and_slots_answer_as_llama_cpps_server_with_a_key(transactional_db, monkeypatch):
