@@ -325,15 +325,14 @@ class _Relay:
                 changed = running.update(**values)
         if not changed:
             return None
+        # The row holds what was just written and, for the rest, what this thread read at the
+        # claim: the end is built from those, not from the whole row read back (a query between
+        # the last token and the client's end, four in a row when four answers end in one step).
+        # The one column the web writes while an answer runs is a chat's browser TTFT.
+        for name, value in values.items():
+            setattr(generation, name, value)
         if generation.client == "chat":
-            generation.refresh_from_db()  # with the browser's own TTFT, which it sends while it streams
-        else:
-            # An API answer's row holds what was just written and, for the rest, what this thread
-            # read at the claim (nothing else writes a running API answer's columns): its end is
-            # built without a read back, one query fewer between its last token and its client's
-            # end (four in a row when four answers end in one step).
-            for name, value in values.items():
-                setattr(generation, name, value)
+            generation.refresh_from_db(fields=["client_ttft_ms"])
         if isinstance(final, ErrorEvent):
             return events.error(gid, final.code, final.message)
         return events.done(generation, text=final.text)

@@ -295,3 +295,16 @@ def test_an_api_answers_end_is_what_its_stored_row_says_and_is_not_read_back(db,
     table = Generation._meta.db_table
     final = max(i for i, q in enumerate(queries) if q["sql"].startswith("UPDATE") and table in q["sql"])
     assert not [q["sql"] for q in queries[final + 1 :] if q["sql"].startswith("SELECT") and table in q["sql"]]
+
+
+def test_a_chat_answers_end_carries_the_browser_ttft_sent_while_it_streamed(answer, monkeypatch, quick):
+    done = DoneEvent(text="ab", finish_reason="stop", notice="", metrics=METRICS)
+
+    def browser_reports(seq):  # the page's own TTFT arrives while the answer runs
+        Generation.objects.filter(id=seq.seq_id).update(client_ttft_ms=42.0)
+
+    run_with(monkeypatch, StandInEngine([TokenEvent("a", 1.0), TokenEvent("b", 2.0), done], on_submit=browser_reports))
+    stream.generation_run(generation_id=answer.id)
+    end = [e for frame in quick.published for e in frame][-1]
+    answer.refresh_from_db()
+    assert end["metrics"]["client_ttft_ms"] == 42.0 and end == events.done(answer, text="ab")
