@@ -134,17 +134,21 @@ def run(cfg: SpeculationConfig, log=print) -> dict:
                     plain = _answer(engine, next(ids), text, greedy, completion=cfg.completion)
                 row = results[name]
                 row["identical"] = row.get("identical", True) and plain.text == spec.text
+                row.setdefault("identical_rounds", []).append(plain.text == spec.text)
                 row["plain_tps"].append(plain.metrics["output_tps"])
                 row["spec_tps"].append(spec.metrics["output_tps"])
                 row["ratios"].append(spec.metrics["output_tps"] / plain.metrics["output_tps"])
                 m = spec.metrics
-                row.update(
-                    text=plain.text,
-                    output_tokens=m["output_tokens"],
-                    drafted=m["spec_drafted"],
-                    accepted=m["spec_accepted"],
-                    tokens_per_step=m["output_tokens"] / m["decode_steps"],
-                )
+                # Every round's drafts count (a short answer may draft in some rounds only).
+                for key, metric in (
+                    ("output_tokens", "output_tokens"),
+                    ("drafted", "spec_drafted"),
+                    ("accepted", "spec_accepted"),
+                    ("decode_steps", "decode_steps"),
+                ):
+                    row[key] = row.get(key, 0) + m[metric]
+                row["text"] = plain.text
+                row["tokens_per_step"] = row["output_tokens"] / row["decode_steps"]
                 log(f"round {round_no + 1} {name}: {row['ratios'][-1]:.2f}x, identical={plain.text == spec.text}")
     finally:
         engine.stop()
@@ -169,7 +173,7 @@ def markdown(result: dict) -> str:
         f"Model {result['model']}, {'completion prompts' if result.get('completion') else 'chat messages'}, "
         f"{result['threads']} threads, greedy, {result['max_tokens']} tokens at most, "
         f"{result['rounds']} interleaved rounds; load average {result['load_before'][0]:.1f} before, "
-        f"{result['load_after'][0]:.1f} after.",
+        f"{result['load_after'][0]:.1f} after; drafts counted over all rounds.",
         "",
         "| task | decode tok/s plain | with drafts | ratio (median of rounds) | identical text | drafted | accepted "
         "| acceptance | tokens/step |",
