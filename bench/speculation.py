@@ -133,8 +133,8 @@ def run(cfg: SpeculationConfig, log=print) -> dict:
                     spec = _answer(engine, next(ids), text, speculative, completion=cfg.completion)
                     plain = _answer(engine, next(ids), text, greedy, completion=cfg.completion)
                 row = results[name]
-                row["identical"] = row.get("identical", True) and plain.text == spec.text
-                row.setdefault("identical_rounds", []).append(plain.text == spec.text)
+                same = plain.text == spec.text
+                row.setdefault("identical_rounds", []).append(same)
                 row["plain_tps"].append(plain.metrics["output_tps"])
                 row["spec_tps"].append(spec.metrics["output_tps"])
                 row["ratios"].append(spec.metrics["output_tps"] / plain.metrics["output_tps"])
@@ -149,11 +149,12 @@ def run(cfg: SpeculationConfig, log=print) -> dict:
                     row[key] = row.get(key, 0) + m[metric]
                 row["text"] = plain.text
                 row["tokens_per_step"] = row["output_tokens"] / row["decode_steps"]
-                log(f"round {round_no + 1} {name}: {row['ratios'][-1]:.2f}x, identical={plain.text == spec.text}")
+                log(f"round {round_no + 1} {name}: {row['ratios'][-1]:.2f}x, identical={same}")
     finally:
         engine.stop()
     for row in results.values():
         row["median_ratio"] = statistics.median(row["ratios"])
+        row["identical"] = all(row["identical_rounds"])
         row["acceptance"] = row["accepted"] / row["drafted"] if row["drafted"] else None
     return {
         "model": cfg.model_path.name,
