@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from inference import broadcast, events, selectors
@@ -91,14 +90,9 @@ def generation_run(*, generation_id: int, arrival: str = "") -> None:
 def _run(generation_id: int, arrival: str, handed: Callable[[], None]) -> None:
     """arrival: the answer's token among those on their way (arrivals.py); handed() is called
     once the answer is with an engine."""
-    claimed = Generation.objects.filter(id=generation_id, status=Generation.Status.QUEUED).update(
-        status=Generation.Status.RUNNING,
-        worker=registry.worker_name(),
-        attempts=F("attempts") + 1,
-    )
-    if claimed != 1:
+    generation = claim(generation_id)
+    if generation is None:
         return
-    generation = Generation.objects.select_related("user").get(id=generation_id)
     relay = _Relay(generation)
     if generation.client != "chat":
         # Before the engine can send a token; None (Redis down): this thread publishes them.
@@ -125,6 +119,24 @@ def _run(generation_id: int, arrival: str, handed: Callable[[], None]) -> None:
     finally:
         STEP_RELAY.unregister(generation.id)
         runtime.answered(generation.model_name, generation.keep_alive_s)
+
+
+def claim(generation_id: int) -> Generation | None:
+    """The answer taken (queued -> running, by this worker) and its row as the claim left it, in
+    one statement (UPDATE ... RETURNING: SQLite 3.35 and PostgreSQL): None when another task had
+    it, or it ended meanwhile. One round trip on the path to the first token, not two (an update,
+    then the row read back). Its user is read when the dashboard first needs the name."""
+    table = Generation._meta.db_table
+    qn = connection.ops.quote_name
+    columns = ", ".join(qn(field.column) for field in Generation._meta.concrete_fields)
+    sql = (
+        f"UPDATE {qn(table)} SET {qn('status')} = %s, {qn('worker')} = %s, {qn('attempts')} = {qn('attempts')} + 1 "
+        f"WHERE {qn('id')} = %s AND {qn('status')} = %s RETURNING {columns}"
+    )
+    params = [Generation.Status.RUNNING.value, registry.worker_name(), generation_id, Generation.Status.QUEUED.value]
+    # Read to the end: a statement left half-read would hold SQLite's write lock.
+    rows = list(Generation.objects.raw(sql, params))
+    return rows[0] if rows else None
 
 
 def _submit(seq: Sequence, model_name: str) -> Engine:
