@@ -8,16 +8,28 @@ before an answer is even stored (docs/performance.md). This handler keeps what s
 responses' headers and language and what CommonMiddleware does for every response
 (Content-Length, slash redirects), with the hooks run inline: they only read the request and
 set headers, so they need no thread.
+
+Nor does a request of theirs need a thread of its own. Django's handler gives each request a
+ThreadSensitiveContext and sends request_started through sync_to_async in it, so every API
+request started a thread to run two receivers that have nothing to do for it (reset_queries,
+close_old_connections: the API's database work runs on kept_db's threads, which check their own
+connections before each use): about 0.9 ms between a request's arrival and its view on a busy
+2-core box (docs/performance.md). ApiHandler.handle is Django's, without that context and signal.
 """
 
 from __future__ import annotations
 
-from django.core.handlers.asgi import ASGIHandler
+import asyncio
+
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.exception import convert_exception_to_response
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware
 from django.middleware.locale import LocaleMiddleware
 from django.middleware.security import SecurityMiddleware
+from django.urls import set_script_prefix
 
 API_PREFIXES = ("/v1/", "/api/")
 
@@ -55,7 +67,62 @@ API_MIDDLEWARE = (ApiSecurityMiddleware, ApiLocaleMiddleware, ApiCommonMiddlewar
 
 
 class ApiHandler(ASGIHandler):
-    """Django's ASGI handler with API_MIDDLEWARE in place of settings.MIDDLEWARE."""
+    """Django's ASGI handler with API_MIDDLEWARE in place of settings.MIDDLEWARE, run in the
+    request's own coroutine (no thread started for it)."""
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            raise ValueError(f"The API handler serves HTTP, not {scope['type']}.")
+        await self.handle(scope, receive, send)
+
+    async def handle(self, scope, receive, send):
+        """Django 5.2's ASGIHandler.handle without request_started (see the module's docstring):
+        the body read, the view run while a disconnect is listened for (a client that goes away
+        cancels it: its answer is cancelled), the response sent and closed."""
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        set_script_prefix(get_script_prefix(scope))
+        request, error_response = self.create_request(scope, body_file)
+        if request is None:
+            body_file.close()
+            await self.send_response(error_response, send)
+            error_response.close()
+            return
+
+        async def process_request():
+            response = await self.run_get_response(request)
+            try:
+                await self.send_response(response, send)
+            except asyncio.CancelledError:
+                pass  # the client went away while the response was sent
+            return response
+
+        listen = asyncio.create_task(self.listen_for_disconnect(receive))
+        serve = asyncio.create_task(process_request())
+        try:
+            await asyncio.wait((listen, serve), return_when=asyncio.FIRST_COMPLETED)
+            for task in (listen, serve):  # the listener first: a disconnect cancels the view
+                if task.done():
+                    try:
+                        task.result()
+                    except RequestAborted:
+                        pass
+                else:
+                    task.cancel()
+                    try:
+                        await task
+                    except asyncio.CancelledError:
+                        pass
+            # Closing sends request_finished: close_old_connections finds no connection on this
+            # thread (kept_db's threads hold the API's), so it runs inline rather than in a thread.
+            if serve.cancelled():
+                signals.request_finished.send(sender=self.__class__)
+            elif serve.exception() is None:
+                serve.result().close()
+        finally:
+            body_file.close()
 
     def load_middleware(self, is_async=True):
         self._view_middleware = []

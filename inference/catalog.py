@@ -69,8 +69,11 @@ def catalog(workers: dict[str, dict] | None = None, *, redis_optional: bool = Fa
     (a chat message is still saved then, and sent when Redis is back); else its error raises."""
     described = {m.name: model_library.describe(m) for m in model_library.servable()}
     try:
-        workers = registry.live_workers() if workers is None else workers
-        described.update(registry.known_models())
+        if workers is None:
+            workers, announced = registry.live_workers_and_known_models()
+        else:
+            announced = registry.known_models()
+        described.update(announced)
     except redis.RedisError:
         if not redis_optional:
             raise

@@ -7,7 +7,10 @@ import functools
 import redis
 from django.conf import settings
 
-WORKER_KEY_PREFIX = "homeai:worker:"
+WORKER_KEY_PREFIX = "homeai:worker:"  # + a worker's name: its latest heartbeat, expiring
+# The names of the workers that have beaten (a set; registry.live_workers() drops expired ones):
+# the web reads the heartbeats through it, never by scanning the keyspace.
+WORKERS_KEY = "homeai:workers"
 
 
 @functools.cache

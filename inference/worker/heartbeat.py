@@ -76,7 +76,7 @@ def _publish_steps() -> None:
 
 def _beat() -> None:
     """Heartbeat and step shipping, on one background thread."""
-    key = redis_client.worker_key(registry.worker_name())
+    name = registry.worker_name()
     ttl = settings.HOMEAI_WORKER_TTL
     interval = max(ttl / 4, 0.5)
     next_beat = 0.0
@@ -87,7 +87,7 @@ def _beat() -> None:
             if time.monotonic() >= next_beat:
                 runtime.follow_controls()
                 follow_library()
-                redis_client.client().set(key, json.dumps(status()), ex=ttl)
+                registry.beat(name, status(), ttl)
                 next_beat = time.monotonic() + interval
         except Exception:
             outage.failed(f"retrying every {STEPS_EVERY_S} s; answers go on, saved to the database")
@@ -95,7 +95,7 @@ def _beat() -> None:
             outage.ok()
         _stop.wait(STEPS_EVERY_S)
     try:
-        redis_client.client().delete(key)
+        registry.withdraw(name)
     except Exception:
         pass  # it expires by itself
 

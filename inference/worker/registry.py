@@ -6,6 +6,7 @@ tasks are sent by name, and their code (inference.worker.tasks) is imported by w
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -26,20 +27,84 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+# The living workers' heartbeats in one round trip: each name in WORKERS_KEY whose heartbeat
+# key has not expired, name then heartbeat; an expired name is dropped from the set. Atomic, so a
+# worker beating meanwhile (SET and SADD in one transaction) is never dropped.
+_LIVE_WORKERS = """
+local out = {}
+for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local beat = redis.call('GET', ARGV[1] .. name)
+  if beat then
+    out[#out + 1] = name
+    out[#out + 1] = beat
+  else
+    redis.call('SREM', KEYS[1], name)
+  end
+end
+return out
+"""
+
+
+@functools.cache
+def _live_workers_script(client):
+    return client.register_script(_LIVE_WORKERS)
+
+
+def _read_live(reply: list) -> dict[str, dict]:
+    out = {}
+    for name, raw in zip(reply[::2], reply[1::2], strict=True):
+        try:
+            out[name.decode()] = json.loads(raw)
+        except ValueError:
+            out[name.decode()] = {}
+    return out
+
+
+def _read_models(reply: dict) -> dict[str, dict]:
+    out = {}
+    for name, raw in reply.items():
+        try:
+            out[name.decode()] = json.loads(raw)
+        except ValueError:
+            continue
+    return out
+
+
+def _ask_live(client, pipe=None):
+    script = _live_workers_script(client)
+    return script(keys=[redis_client.WORKERS_KEY], args=[redis_client.WORKER_KEY_PREFIX], client=pipe)
+
+
 def live_workers() -> dict[str, dict]:
     """Workers whose heartbeat has not expired, with what each reported."""
     r = redis_client.client()
-    out = {}
-    for key in r.scan_iter(match=redis_client.WORKER_KEY_PREFIX + "*", count=100):
-        raw = r.get(key)
-        if raw is None:
-            continue
-        name = key.decode()[len(redis_client.WORKER_KEY_PREFIX) :]
-        try:
-            out[name] = json.loads(raw)
-        except ValueError:
-            out[name] = {}
-    return out
+    return _read_live(_ask_live(r))
+
+
+def live_workers_and_known_models() -> tuple[dict[str, dict], dict[str, dict]]:
+    """live_workers() and known_models() in one round trip (the catalog of every API request)."""
+    r = redis_client.client()
+    pipe = r.pipeline(transaction=False)
+    _ask_live(r, pipe)
+    pipe.hgetall(redis_client.MODELS_KEY)
+    live, models = pipe.execute()
+    return _read_live(live), _read_models(models)
+
+
+def beat(name: str, status: dict, ttl: float) -> None:
+    """A worker's heartbeat: what it reports, kept for ttl seconds (it beats again well before)."""
+    pipe = redis_client.client().pipeline(transaction=True)
+    pipe.set(redis_client.worker_key(name), json.dumps(status), ex=ttl)
+    pipe.sadd(redis_client.WORKERS_KEY, name)
+    pipe.execute()
+
+
+def withdraw(name: str) -> None:
+    """A worker's stop: gone from live_workers() at once, not when its heartbeat expires."""
+    pipe = redis_client.client().pipeline(transaction=True)
+    pipe.delete(redis_client.worker_key(name))
+    pipe.srem(redis_client.WORKERS_KEY, name)
+    pipe.execute()
 
 
 def held_models(workers: dict[str, dict]) -> set[str]:
@@ -117,13 +182,7 @@ def announce_models(models: list[dict]) -> None:
 
 def known_models() -> dict[str, dict]:
     """Every model some worker announced: file name -> description."""
-    out = {}
-    for name, raw in redis_client.client().hgetall(redis_client.MODELS_KEY).items():
-        try:
-            out[name.decode()] = json.loads(raw)
-        except ValueError:
-            continue
-    return out
+    return _read_models(redis_client.client().hgetall(redis_client.MODELS_KEY))
 
 
 def send_demo_document(user_id: int, chat_ids: list[int], waited_s: float = 0.0, *, countdown: float) -> None:

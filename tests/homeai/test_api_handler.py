@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 
 import pytest
 from asgiref.testing import ApplicationCommunicator
+from django.core import signals
 
 from homeai.api_handler import ApiHandler, is_api
 
@@ -37,6 +39,7 @@ def _get(app, path: str, headers: list[tuple[bytes, bytes]] = ()) -> tuple[int, 
             part = await talk.receive_output(timeout=30)
             body += part.get("body", b"")
             if not part.get("more_body"):
+                await talk.wait(timeout=30)  # the handler's end: its response closed
                 return start["status"], dict(start["headers"]), body
 
     return asyncio.run(run())
@@ -66,3 +69,26 @@ def test_an_api_response_carries_the_sites_security_headers_and_language():
 )
 def test_api_paths_are_told_apart_under_a_root_path_too(path, root_path, api):
     assert is_api({"path": path, "root_path": root_path}) is api
+
+
+def test_an_api_request_starts_no_thread_and_still_closes_its_response():
+    """No request_started (its receivers ran in a thread started for each request) and no
+    ThreadSensitiveContext; the response is still closed, which sends request_finished."""
+    started, finished = [], []
+
+    def on_started(**kwargs):
+        started.append(kwargs["sender"])
+
+    def on_finished(**kwargs):
+        finished.append(threading.current_thread())
+
+    signals.request_started.connect(on_started)
+    signals.request_finished.connect(on_finished)
+    try:
+        status, _, _ = _get(ApiHandler(), "/v1/models")
+    finally:
+        signals.request_started.disconnect(on_started)
+        signals.request_finished.disconnect(on_finished)
+    assert status == 401
+    assert started == []
+    assert finished == [threading.main_thread()]  # asyncio.run's loop: the request's own thread

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from django.test import RequestFactory
 from prometheus_client.parser import text_string_to_metric_families
@@ -11,6 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from inference import metrics, redis_client
 from inference.api.views import metrics as metrics_view
 from inference.models import Generation
+from inference.worker import registry
 
 MODEL = "test-model.gguf"
 
@@ -145,14 +144,14 @@ def test_an_answer_recorded_twice_is_counted_once(clean_metrics):
 
 
 def test_running_and_waiting_requests_come_from_the_workers_heartbeats(clean_metrics):
-    r = redis_client.client()
-    keys = [redis_client.worker_key(f"metrics-test:{i}") for i in (1, 2)]
-    r.set(keys[0], json.dumps({"model": MODEL, "running": 3, "waiting": 2}), ex=30)
-    r.set(keys[1], json.dumps({"model": MODEL, "running": 1, "waiting": 0}), ex=30)
+    names = [f"metrics-test:{i}" for i in (1, 2)]
+    registry.beat(names[0], {"model": MODEL, "running": 3, "waiting": 2}, ttl=30)
+    registry.beat(names[1], {"model": MODEL, "running": 1, "waiting": 0}, ttl=30)
     try:
         scraped = _scrape()
     finally:
-        r.delete(*keys)
+        for name in names:
+            registry.withdraw(name)
     assert scraped["homeai_requests_running"][()] == 4
     assert scraped["homeai_requests_waiting"][()] == 2
     assert scraped["homeai_workers"][()] == 2

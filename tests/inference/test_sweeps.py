@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 
 import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from inference import redis_client
 from inference.models import Generation, Message
 from inference.services import sweeps
 from inference.services.generations import generation_create
@@ -25,7 +23,7 @@ def running(db):
     generation = generation_create(user=factories.user(), conversation_id=None, text="Hi", max_tokens=4)
     Generation.objects.filter(id=generation.id).update(status="running", worker=WORKER)
     yield generation
-    redis_client.client().delete(redis_client.worker_key(WORKER))
+    registry.withdraw(WORKER)
 
 
 def sweep_lost(suspects: dict[int, float]) -> list[Generation]:
@@ -34,7 +32,7 @@ def sweep_lost(suspects: dict[int, float]) -> list[Generation]:
 
 def beat(t: float, answers: list[int]) -> None:
     status = {"worker": WORKER, "time": t, "answers": answers}
-    redis_client.client().set(redis_client.worker_key(WORKER), json.dumps(status), ex=30)
+    registry.beat(WORKER, status, ttl=30)
 
 
 def test_an_answer_missing_from_two_beats_of_a_living_worker_is_interrupted(running):
