@@ -216,8 +216,9 @@ case "$cmd" in
   worker)
     require_writable_data
     prepare_model
+    # No Celery events (gossip, mingle, its heartbeat): HomeAI keeps its own heartbeat in Redis.
     exec celery -A homeai worker -P threads -Q "${HOMEAI_QUEUE:-homeai}" \
-      --without-gossip --without-mingle --loglevel "${LOG_LEVEL:-INFO}" "$@"
+      --without-gossip --without-mingle --without-heartbeat --loglevel "${LOG_LEVEL:-INFO}" "$@"
     ;;
   init)
     require_writable_data

@@ -15,10 +15,12 @@ scripts/ensure-redis.sh
 supervise_worker() {
   local child=
   trap '[[ -n $child ]] && kill "$child" 2>/dev/null; wait; exit 0' TERM INT
-  # Its task threads come from the settings (CELERY_WORKER_CONCURRENCY: one per slot).
+  # Its task threads come from the settings (CELERY_WORKER_CONCURRENCY: one per slot). No
+  # Celery events: HomeAI keeps its own heartbeat, and Celery's (an event every 2 s, a new Redis
+  # client each time) held the worker's interpreter beside the engine thread for nothing.
   while true; do
     "$BIN/celery" -A homeai worker -P threads -Q "${HOMEAI_QUEUE:-homeai}" \
-      --without-gossip --without-mingle --loglevel "${LOG_LEVEL:-INFO}" &
+      --without-gossip --without-mingle --without-heartbeat --loglevel "${LOG_LEVEL:-INFO}" &
     child=$!
     wait "$child" && status=0 || status=$?
     echo "homeai: the worker exited (status $status); starting it again in 2 s" >&2
