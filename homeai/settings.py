@@ -159,7 +159,16 @@ CHANNEL_LAYERS = {
 }
 
 CELERY_BROKER_URL = REDIS_URL
-CELERY_BROKER_TRANSPORT = "homeai.broker:Transport"  # kombu's Redis transport, surviving a Redis restart
+# No ack emulation: kombu's Redis transport would otherwise write each task into an "unacked"
+# hash as it takes it and delete it as the task starts (two Redis round trips, on the worker's
+# way to an answer's first token, and a scan of that hash every 10 s), so that a task a dead
+# worker took is handed out again after the visibility timeout (an hour). HomeAI does not rely
+# on that: the web's watchdog sends again the task of every answer still waiting and queues
+# again one whose worker died before its first word (inference/services/sweeps.py), and a task
+# delivered twice is a no-op (its claim fails). Without it kombu keeps what it has taken in
+# memory only, and a Redis restart no longer needs a fix of its transport (a dropped connection
+# made its unacked-hash restore raise and the worker exit).
+CELERY_BROKER_TRANSPORT_OPTIONS = {"ack_emulation": False}
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # a worker waits out a Redis outage of any length
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True

@@ -19,7 +19,8 @@ from inference.worker import embedder, heartbeat, queues, registry, runtime, str
 # Acknowledged when it starts: the database, not the broker, knows whether an answer ran.
 # A redelivered task is a no-op (stream.generation_run claims its row with a conditional update),
 # the web's watchdog ends a dead worker's answers and sends waiting ones again, and a task held
-# unacknowledged through an answer made every Redis restart a worker crash (homeai/broker.py).
+# unacknowledged through an answer made every Redis restart a worker crash. The broker keeps no
+# copy of a taken task at all (CELERY_BROKER_TRANSPORT_OPTIONS in settings.py).
 @shared_task(name=registry.GENERATE_TASK, ignore_result=True)
 def generate(generation_id: int, arrival: str = "") -> None:
     stream.generation_run(generation_id=generation_id, arrival=arrival)
