@@ -26,13 +26,11 @@ import llama_cpp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.speculation import COMPLETION_TASKS  # noqa: E402
+from bench.speculation import COMPLETION_TASKS, answer_end, start_answer  # noqa: E402
 from inference.engine.engine import Engine  # noqa: E402
-from inference.engine.events import DoneEvent, FinalEvent  # noqa: E402
 from inference.engine.runner import Runner, RunnerConfig  # noqa: E402
 from inference.engine.scheduler import Scheduler  # noqa: E402
-from inference.engine.sequence import SamplingParams, Sequence  # noqa: E402
-from inference.engine.timing import PhaseClock, now_ns  # noqa: E402
+from inference.engine.sequence import SamplingParams  # noqa: E402
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "data" / "models" / "gemma-3-270m-q4_k_m.gguf"
 SLOTS = 4
@@ -50,34 +48,6 @@ def separate_caches() -> None:
     llama_cpp.llama_init_from_model = init
 
 
-class Answers:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.ids = itertools.count(1)
-
-    def start(self, prompt: str, params: SamplingParams) -> Sequence:
-        seq_id = next(self.ids)
-        seq = Sequence(
-            seq_id=seq_id,
-            messages=[],
-            params=params,
-            clock=PhaseClock(now_ns()),
-            raw_prompt=prompt,
-            owner=f"repeat-{seq_id}",  # its own owner: no answer reuses another's cached prompt
-        )
-        self.engine.submit(seq)
-        return seq
-
-    @staticmethod
-    def text(seq: Sequence) -> str:
-        while True:
-            event = seq.events.get(timeout=600)
-            if isinstance(event, FinalEvent):
-                if not isinstance(event, DoneEvent):
-                    raise RuntimeError(f"{event.code}: {event.message}")
-                return event.text
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
@@ -90,7 +60,14 @@ def main(argv: list[str] | None = None) -> None:
         separate_caches()
     config = RunnerConfig(model_path=opts.model, n_ctx_seq=4096, n_slots=SLOTS, n_batch=512, n_threads=opts.threads)
     engine = Engine(runner=Runner(config), scheduler=Scheduler(policy="chunked", n_slots=SLOTS, n_batch=512))
-    answers = Answers(engine)
+    ids = itertools.count(1)
+
+    def start(prompt: str, params: SamplingParams):
+        return start_answer(engine, next(ids), prompt, params, completion=True)
+
+    def text(seq) -> str:
+        return answer_end(seq).text
+
     greedy = SamplingParams(max_tokens=opts.max_tokens, temperature=0.0, repeat_penalty=1.0)
     drafted = dataclasses.replace(greedy, speculative=True)
     print(
@@ -100,20 +77,20 @@ def main(argv: list[str] | None = None) -> None:
     print("| task | alone, slot by slot | beside three others | with drafts |")
     print("|---|---|---|---|")
     try:
-        answers.text(answers.start("Hello", greedy))  # loads the model
+        text(start("Hello", greedy))  # loads the model
         for name, prompt in COMPLETION_TASKS.items():
             alone = []
             for _ in range(opts.rounds * SLOTS):  # a new answer takes the next slot in turn
-                seq = answers.start(prompt, greedy)
-                alone.append((seq, answers.text(seq)))
+                seq = start(prompt, greedy)
+                alone.append((seq, text(seq)))
             reference = alone[0][1]
             beside = []
             for _ in range(opts.rounds):
-                seqs = [answers.start(prompt, greedy)] + [answers.start(other, greedy) for other in NEIGHBOURS]
-                texts = [answers.text(seq) for seq in seqs]
+                seqs = [start(prompt, greedy)] + [start(other, greedy) for other in NEIGHBOURS]
+                texts = [text(seq) for seq in seqs]
                 beside.append(texts[0] == reference)
-            with_drafts = answers.text(answers.start(prompt, drafted)) == reference
-            slots = ", ".join(f"{seq.slot}: {'same' if text == reference else 'OTHER'}" for seq, text in alone)
+            with_drafts = text(start(prompt, drafted)) == reference
+            slots = ", ".join(f"{seq.slot}: {'same' if answer == reference else 'OTHER'}" for seq, answer in alone)
             together = ", ".join("same" if same else "OTHER" for same in beside)
             print(f"| {name} | {slots} | {together} | {'same' if with_drafts else 'OTHER'} |", flush=True)
     finally:

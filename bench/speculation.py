@@ -79,7 +79,8 @@ class SpeculationConfig:
     completion: bool = False  # COMPLETION_TASKS (a base model) instead of TASKS
 
 
-def _answer(engine: Engine, seq_id: int, text: str, params: SamplingParams, *, completion: bool) -> DoneEvent:
+def start_answer(engine: Engine, seq_id: int, text: str, params: SamplingParams, *, completion: bool) -> Sequence:
+    """Submit one answer: a completion prompt as /v1/completions sends it, or a chat message."""
     messages = [] if completion else [{"role": "user", "content": text}]
     raw_prompt = text if completion else None
     # Each answer its own owner: no answer reuses the cache of the one before, so both ways of
@@ -94,12 +95,21 @@ def _answer(engine: Engine, seq_id: int, text: str, params: SamplingParams, *, c
         owner=f"bench-{seq_id}",
     )
     engine.submit(seq)
+    return seq
+
+
+def answer_end(seq: Sequence) -> DoneEvent:
+    """The answer's end, once it has one; an error end raises."""
     while True:
         event = seq.events.get(timeout=600)
         if isinstance(event, FinalEvent):
             if not isinstance(event, DoneEvent):
                 raise RuntimeError(f"{event.code}: {event.message}")
             return event
+
+
+def _answer(engine: Engine, seq_id: int, text: str, params: SamplingParams, *, completion: bool) -> DoneEvent:
+    return answer_end(start_answer(engine, seq_id, text, params, completion=completion))
 
 
 def run(cfg: SpeculationConfig, log=print) -> dict:
