@@ -1,5 +1,5 @@
 """How long a write waits after SQLite's write lock is freed: sqlite3's own busy handler against
-HomeAI's backend (homeai/sqlite/base.py). Another connection holds the lock for a random 5-120 ms
+HomeAI's backend (infra/sqlite/base.py). Another connection holds the lock for a random 5-120 ms
 while the write waits; the figure is the time from the lock's release to the write's return.
 
     python -m bench.sqlite_busy --rounds 40
@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from homeai.sqlite.base import SQLITE_WAIT_S, SQLiteCursorWrapper
+from infra.sqlite.base import SQLITE_WAIT_S, SQLiteCursorWrapper
 
 
 def _late_ms(path: Path, hold_s: float, backend: str) -> float:

@@ -1,6 +1,7 @@
 from django.apps import AppConfig
 from django.contrib.auth.signals import user_logged_out
 
+from accounts.signals import account_signed_out
 from inference import broadcast
 
 
@@ -10,9 +11,16 @@ def _close_sockets(sender, request, user, **kwargs) -> None:
         broadcast.end_session(request.session.session_key)
 
 
+def _close_account_sockets(sender, user_id, keep_session, **kwargs) -> None:
+    """Signed out everywhere (or the password changed, or staff deactivated the person): every
+    socket of theirs closes, but those of keep_session."""
+    broadcast.end_account_sessions(user_id, keep_session=keep_session)
+
+
 class DashboardConfig(AppConfig):
     name = "dashboard"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
         user_logged_out.connect(_close_sockets, dispatch_uid="homeai-close-sockets")
+        account_signed_out.connect(_close_account_sockets, dispatch_uid="homeai-close-account-sockets")

@@ -14,9 +14,9 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from homeai.api_handler import ApiHandler, split_by_path  # noqa: E402
-from homeai.arrival import ArrivalStampMiddleware  # noqa: E402
 from homeai.origin import SameOriginMiddleware  # noqa: E402
 from homeai.routing import websocket_urlpatterns  # noqa: E402
+from infra.arrival import ArrivalStampMiddleware  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

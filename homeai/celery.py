@@ -1,6 +1,6 @@
 """Celery wiring (the standard Django recipe, with the task module named rather than discovered).
 
-The web process only sends tasks, by name (inference.worker.registry); `imports` is read when a
+The web process only sends tasks, by name (inference.dispatch.registry); `imports` is read when a
 worker starts, so the task code, and llama.cpp with it, loads in workers alone.
 """
 
@@ -30,3 +30,6 @@ class HomeAICelery(Celery):
 app = HomeAICelery("homeai")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.imports = ("inference.worker.tasks",)
+# Every thread's current app, not only this one's (Celery's is thread-local): the apps below the
+# wiring send tasks and control consumers through celery.current_app, from any thread.
+app.set_default()

@@ -9,7 +9,9 @@ from pathlib import Path
 import plotly
 from django.core.exceptions import ImproperlyConfigured
 
-from homeai.env import (
+from inference.engine.policies import POLICIES
+from inference.engine.sizing import MAX_AUTO_SLOTS
+from infra.env import (
     SQLITE_ENGINE,
     database_config,
     env_auto_int,
@@ -20,8 +22,6 @@ from homeai.env import (
     env_list,
     env_str,
 )
-from inference.engine.policies import POLICIES
-from inference.engine.sizing import MAX_AUTO_SLOTS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("HOMEAI_DATA_DIR", str(BASE_DIR / "data"))).resolve()
@@ -66,9 +66,13 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "accounts",
     "inference",
     "dashboard",
 ]
+# The benchmarks' commands (manage.py bench_*), where the checkout has them (the image does not).
+if (BASE_DIR / "bench" / "apps.py").is_file():
+    INSTALLED_APPS.append("bench")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -181,7 +185,7 @@ CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 30
 HOMEAI_ANSWER_DEADLINE_S = CELERY_TASK_SOFT_TIME_LIMIT
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-# A worker's threads keep their database connections (homeai/dbthreads.py): Celery's Django
+# A worker's threads keep their database connections (infra/dbthreads.py): Celery's Django
 # fix-up, which would close the thread's connection before and after every task, does so only
 # once in this many.
 CELERY_DB_REUSE_MAX = 1000

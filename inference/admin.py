@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from inference.models import Account, ApiKey, Conversation, EngineConfig, Generation, Invite, Message, Preset
+from inference.models import Conversation, EngineConfig, Generation, Message, Preset
 
 
 @admin.register(Conversation)
@@ -29,20 +29,4 @@ class PresetAdmin(admin.ModelAdmin):
     list_filter = ("user",)
 
 
-@admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
-    readonly_fields = ("prefix", "key_hash", "created_at", "last_used_at")
-
-
 admin.site.register(EngineConfig)
-
-
-@admin.register(Account)
-class AccountAdmin(admin.ModelAdmin):
-    list_display = ("user", "display_name", "language", "answers_per_day", "tokens_per_day")
-
-
-@admin.register(Invite)
-class InviteAdmin(admin.ModelAdmin):
-    list_display = ("id", "note", "is_staff", "created_by", "created_at", "expires_at", "used_at", "used_by")

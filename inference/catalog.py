@@ -11,9 +11,9 @@ import redis
 from django.conf import settings
 
 from inference import model_library
-from inference.errors import ClientError
+from inference.dispatch import registry
 from inference.models import EngineConfig
-from inference.worker import registry
+from infra.errors import ClientError
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import time
 
-from inference.errors import ClientError
 from inference.models import Conversation, Generation
+from infra.errors import ClientError
 
 QUEUED = "generation.queued"
 PHASE = "generation.phase"

@@ -22,7 +22,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.utils import floatToGoString
 
 from inference import redis_client
-from inference.worker import registry
+from inference.dispatch import registry
 
 log = logging.getLogger(__name__)
 

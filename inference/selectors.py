@@ -11,8 +11,9 @@ from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from accounts.models import Account
 from inference.engine.sequence import SamplingParams
-from inference.models import Account, Conversation, Generation, Message, Preset
+from inference.models import Conversation, Generation, Message, Preset
 
 SEARCH_LIMIT = 50
 SNIPPET_CHARS = 120

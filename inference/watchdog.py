@@ -7,9 +7,9 @@ import logging
 
 from django.conf import settings
 
-from homeai.dbthreads import kept_db
 from inference.outage import OutageLog
 from inference.services import sweeps
+from infra.dbthreads import kept_db
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
 
-from homeai import dbthreads
 from inference.model_library import ensure_bundled_models
 from inference.models import Generation
+from infra import dbthreads
 from tests import factories
 from tests.support import BIN, ChatSocket, WorkerProcess, free_port, session_cookie, spawn, wait_until
 
@@ -48,7 +48,7 @@ def bundled_models():
 
 @pytest.fixture(autouse=True)
 def _kept_connections_closed():
-    """The threads that keep database connections (homeai/dbthreads.py) close them after each
+    """The threads that keep database connections (infra/dbthreads.py) close them after each
     test that used them in this process: the next test may not be allowed the database."""
     yield
     dbthreads.close_kept_connections()

@@ -13,7 +13,7 @@ from pathlib import Path
 import redis
 
 from inference import redis_client
-from inference.worker import registry
+from inference.dispatch import registry
 from tests.support import BIN, ChatSocket, WorkerProcess, free_port, process_env, session_cookie, spawn, wait_until
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"

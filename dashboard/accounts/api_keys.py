@@ -10,8 +10,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from inference.api import keys
-from inference.errors import ClientError
+from accounts import keys
+from infra.errors import ClientError
 
 
 def _page(request: HttpRequest, *, new_key: str | None = None, error: str | None = None, status: int = 200):

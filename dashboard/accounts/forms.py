@@ -6,9 +6,9 @@ from django import forms
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
+from accounts.models import Account
+from accounts.services import INVITE_DAYS
 from inference import selectors
-from inference.models import Account
-from inference.services.accounts import INVITE_DAYS
 
 
 class AccountForm(forms.Form):

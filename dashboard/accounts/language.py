@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import HttpResponse
 
-from inference.models import Account
+from accounts.models import Account
 
 
 def apply_language(response: HttpResponse, user) -> HttpResponse:

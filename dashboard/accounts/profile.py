@@ -14,11 +14,11 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts import services as accounts
+from accounts.models import Account
 from dashboard.accounts.forms import AccountForm
 from dashboard.accounts.language import apply_language
 from inference import selectors
-from inference.models import Account
-from inference.services import accounts
 
 
 @login_required

@@ -15,10 +15,10 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts import services as accounts
+from accounts.models import Account, Invite
 from dashboard.accounts.forms import InviteForm, LimitsForm
 from inference import selectors
-from inference.models import Account, Invite
-from inference.services import accounts
 
 USAGE_DAYS = 30
 

@@ -12,10 +12,11 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 
-from dashboard.accounts import setup_token, throttle
+from accounts import services as accounts
+from accounts import setup_token
+from dashboard.accounts import throttle
 from dashboard.accounts.language import apply_language
-from inference.errors import ClientError
-from inference.services import accounts
+from infra.errors import ClientError
 
 SETUP_SESSION_KEY = "homeai-setup"
 

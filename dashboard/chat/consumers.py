@@ -11,10 +11,10 @@ from channels.db import database_sync_to_async
 from django.utils import translation
 from django.utils.translation import gettext_lazy
 
-from homeai.sockets import SignedInGroupConsumer
+from dashboard.sockets import SignedInGroupConsumer
 from inference import broadcast, events, selectors
-from inference.errors import ClientError
 from inference.services import conversations, generations
+from infra.errors import ClientError
 
 log = logging.getLogger(__name__)
 

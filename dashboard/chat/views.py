@@ -15,10 +15,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from inference import selectors
 from inference.catalog import catalog
-from inference.errors import ClientError
 from inference.models import Conversation
 from inference.services import conversations, presets
 from inference.services.validation import SYSTEM_PROMPT_CHARS, validate_limited_text
+from infra.errors import ClientError
 
 SEARCH_CHARS = 200
 

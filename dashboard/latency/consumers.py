@@ -13,7 +13,7 @@ from asgiref.sync import sync_to_async
 from django.utils import translation
 
 from dashboard.latency import payload
-from homeai.sockets import SignedInGroupConsumer
+from dashboard.sockets import SignedInGroupConsumer
 from inference import broadcast, events
 
 log = logging.getLogger(__name__)

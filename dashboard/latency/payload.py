@@ -24,8 +24,8 @@ from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 
 from dashboard.latency import text
 from inference import probe, redis_client, selectors
+from inference.dispatch import registry
 from inference.models import EmbeddingBatch, Generation, Message
-from inference.worker import registry
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ from plotly.utils import PlotlyJSONEncoder
 from dashboard.latency import figures, payload, stats, text
 from inference import probe, selectors
 from inference.engine.policies import POLICIES
-from inference.errors import ClientError
 from inference.models import Generation
 from inference.services import demo, engine_control
+from infra.errors import ClientError
 
 LIGHT_DROP = ("token_times_ms", "itl_ms")
 

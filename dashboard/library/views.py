@@ -10,11 +10,11 @@ from django.shortcuts import redirect, render
 from django.utils import formats
 from django.utils.translation import gettext as _
 
-from inference.errors import ClientError
+from inference.dispatch import registry
 from inference.model_library import scan as model_library_scan
 from inference.models import EngineConfig
 from inference.services import engine_control
-from inference.worker import registry
+from infra.errors import ClientError
 
 
 def _optional_int(raw: str | None, name: str, low: int, high: int) -> int | None:

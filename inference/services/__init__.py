@@ -8,5 +8,6 @@
 - demo:           the shared-machine scenario on the dashboard
 - sweeps:         the web side's repairs after a worker stops
 
-The streaming loop that runs an answer lives in inference.worker.stream: only workers run it.
+The streaming loop that runs an answer lives in the worker package (worker/stream.py): only
+workers run it, and the web reaches them through inference.dispatch.
 """

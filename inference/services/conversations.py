@@ -6,9 +6,9 @@ from django.db import transaction
 from django.utils.translation import gettext, gettext_lazy
 
 from inference import selectors
-from inference.errors import ClientError
 from inference.models import Conversation, Generation, Message
 from inference.services.validation import validate_settings, validate_title
+from infra.errors import ClientError
 
 BUSY_MESSAGE = gettext_lazy("An answer is still being written in this conversation: wait for it or press Stop.")
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 
+from inference.dispatch import registry
 from inference.models import Generation
 from inference.services.generations import generation_create_api, generation_enqueue
-from inference.worker import registry
 
 DEMO_CHATS = (
     "The lighthouse keeper climbed the stairs every evening, and one night",

@@ -7,10 +7,10 @@ import logging
 from django.conf import settings
 from django.utils.translation import gettext
 
-from inference.errors import ClientError
 from inference.metrics import record_embedding
 from inference.models import EmbeddingBatch
 from inference.services.generations import check_daily_limits
+from infra.errors import ClientError
 
 log = logging.getLogger(__name__)
 

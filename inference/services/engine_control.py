@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from inference import model_library, redis_client
 from inference.engine.policies import POLICIES
-from inference.errors import ClientError
 from inference.models import EngineConfig
+from infra.errors import ClientError
 
 
 def engine_config_set(*, model_name: str, context: int | None, threads: int | None, gpu_layers: int | None):

@@ -13,14 +13,15 @@ from django.db.models import Count, Q
 from django.utils import formats, timezone
 from django.utils.translation import gettext, gettext_lazy, ngettext
 
+from accounts.models import Account
 from inference import broadcast, events, redis_client, selectors
 from inference.catalog import model_for_answer
-from inference.errors import ClientError
+from inference.dispatch import registry
 from inference.metrics import record_generation
-from inference.models import Account, ChatSettings, Conversation, Generation, Message
+from inference.models import ChatSettings, Conversation, Generation, Message
 from inference.services.conversations import conversation_idle, own_message, settings_changes
 from inference.services.validation import validate_max_tokens, validate_sampling, validate_text, validate_ttft_ms
-from inference.worker import registry
+from infra.errors import ClientError
 
 TITLE_CHARS = 60
 log = logging.getLogger(__name__)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext
 
-from inference.errors import ClientError
 from inference.models import Preset
 from inference.services.validation import validate_limited_text, validate_settings
+from infra.errors import ClientError
 
 MAX_PRESETS = 50  # per person
 

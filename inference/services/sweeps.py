@@ -13,9 +13,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from inference import broadcast, events
+from inference.dispatch import registry
 from inference.metrics import record_generation
 from inference.models import Generation
-from inference.worker import registry
 
 INTERRUPTED_MESSAGE = "The worker stopped while writing this answer; the text so far is kept."
 LOST_MESSAGE = "The worker lost track of this answer; the text so far is kept."

@@ -10,8 +10,8 @@ from django.utils import formats
 from django.utils.translation import gettext
 
 from inference.catalog import model_for_answer
-from inference.errors import ClientError
 from inference.models import ChatSettings, Conversation
+from infra.errors import ClientError
 
 # name -> (type, lowest, highest)
 SAMPLING_RANGES = {

@@ -16,9 +16,9 @@ import numpy as np
 from django.conf import settings
 
 from inference import model_library
+from inference.dispatch import registry
 from inference.models import EngineConfig
 from inference.services import embeddings
-from inference.worker import registry
 
 log = logging.getLogger(__name__)
 _contexts: dict[str, llama_cpp.Llama] = {}

@@ -13,8 +13,9 @@ import time
 from django.conf import settings
 
 from inference import broadcast, events, model_library, probe, redis_client
+from inference.dispatch import registry
 from inference.outage import OutageLog
-from inference.worker import embedder, queues, registry, runtime, stream
+from inference.worker import embedder, queues, runtime, stream
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from homeai.celery import app
+from celery import current_app as app
 
 log = logging.getLogger(__name__)
 

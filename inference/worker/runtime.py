@@ -17,13 +17,13 @@ from pathlib import Path
 from django.conf import settings
 
 from inference import model_library, redis_client
+from inference.dispatch import arrivals, registry
 from inference.engine.budget import StepCostModel
 from inference.engine.engine import Engine
 from inference.engine.runner import Runner, RunnerConfig
 from inference.engine.scheduler import Scheduler
 from inference.engine.sizing import Sizing, size_engine
 from inference.models import EngineConfig
-from inference.worker import arrivals, registry
 from inference.worker.step_relay import STEP_RELAY
 
 log = logging.getLogger(__name__)

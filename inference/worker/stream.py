@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from inference import broadcast, events, selectors
+from inference.dispatch import arrivals, registry
 from inference.engine.engine import Engine
 from inference.engine.events import DoneEvent, EngineEvent, ErrorEvent, PhaseEvent, TokenEvent
 from inference.engine.sequence import SamplingParams, Sequence
@@ -22,7 +23,7 @@ from inference.engine.timing import PhaseClock, wall_to_perf_ns
 from inference.engine.tools import OutputSpec
 from inference.metrics import record_generation
 from inference.models import Generation, Message
-from inference.worker import arrivals, registry, runtime
+from inference.worker import runtime
 from inference.worker.cancels import CANCELS, Watched, forget
 from inference.worker.step_relay import STEP_RELAY, QuickAnswer, wire_event
 

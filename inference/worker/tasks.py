@@ -10,13 +10,15 @@ from celery import shared_task
 from celery.signals import celeryd_after_setup, task_prerun, worker_ready, worker_shutdown
 from django.conf import settings
 
-from homeai import dbthreads
 from inference import model_library, probe
-from inference.services import demo
-from inference.worker import embedder, heartbeat, queues, registry, runtime, stream
-
 
 # Acknowledged when it starts: the database, not the broker, knows whether an answer ran.
+from inference.dispatch import registry
+from inference.services import demo
+from inference.worker import embedder, heartbeat, queues, runtime, stream
+from infra import dbthreads
+
+
 # A redelivered task is a no-op (stream.generation_run claims its row with a conditional update),
 # the web's watchdog ends a dead worker's answers and sends waiting ones again, and a task held
 # unacknowledged through an answer made every Redis restart a worker crash. The broker keeps no
@@ -50,7 +52,7 @@ def demo_document(user_id: int, chat_ids: list[int], waited_s: float = 0.0) -> N
 def _on_worker_setup(sender, instance, **_kwargs) -> None:
     """Before it consumes anything: the bundled models written into the folder (unless turned
     off), and a queue per model held added to the worker's queues. Its threads keep their
-    database connections (homeai/dbthreads.py)."""
+    database connections (infra/dbthreads.py)."""
     dbthreads.keep_worker_connections()
     if settings.HOMEAI_BUNDLED_MODELS:
         model_library.ensure_bundled_models()

@@ -166,7 +166,7 @@
    *   labels:   {state: text}      the status texts, over STATE_LABELS
    *   onState:  fn(state, {reconnected})  after every change; reconnected: an open that follows a lost connection
    * send(frame) sends JSON and says whether the socket was open; `open` says whether it is now. */
-  const SIGNED_OUT = 4401;  // homeai.sockets: the server closes a socket whose session signed out
+  const SIGNED_OUT = 4401;  // dashboard.sockets: the server closes a socket whose session signed out
 
   class ReconnectingSocket {
     constructor(path, { handlers = {}, status = null, labels = {}, onState = null, minDelayMs = 1000, maxDelayMs = 10000 } = {}) {

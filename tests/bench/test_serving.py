@@ -9,8 +9,8 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
+from accounts.keys import api_key_create
 from bench import serving
-from inference.api.keys import api_key_create
 from inference.models import Generation
 
 

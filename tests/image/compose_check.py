@@ -421,7 +421,8 @@ def step_worker_crashes_and_stops() -> None:
 COUNT = """
 import json
 from django.contrib.auth import get_user_model
-from inference.models import ApiKey, Conversation, EngineConfig, Generation, Message
+from accounts.models import ApiKey
+from inference.models import Conversation, EngineConfig, Generation, Message
 tables = {
     "users": get_user_model().objects.values_list("id", "username", "password"),
     "conversations": Conversation.objects.values_list("id", "title"),

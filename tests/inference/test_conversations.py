@@ -13,7 +13,6 @@ from django.db import connection
 
 from dashboard.latency import payload
 from inference import selectors
-from inference.errors import ClientError
 from inference.models import Conversation, Generation, Message, Preset
 from inference.services import conversations, presets
 from inference.services.generations import (
@@ -22,6 +21,7 @@ from inference.services.generations import (
     generation_edit,
     generation_regenerate,
 )
+from infra.errors import ClientError
 from tests import factories
 
 link_messages = importlib.import_module("inference.migrations.0006_chat_branches_and_settings").link_messages

@@ -8,11 +8,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from accounts.models import Account
+from api import errors
 from inference import selectors
-from inference.api import protocol
-from inference.errors import ClientError
-from inference.models import Account, Generation
+from inference.models import Generation
 from inference.services import generations
+from infra.errors import ClientError
 from tests import factories
 
 
@@ -77,5 +78,5 @@ def test_no_account_row_means_no_limit(db):
 
 
 def test_the_api_answers_a_reached_limit_as_openai_does_out_of_quota():
-    error = protocol.from_client_error(ClientError("limit_reached", "You have used all 2 of today's answers."))
+    error = errors.from_client_error(ClientError("limit_reached", "You have used all 2 of today's answers."))
     assert (error.status, error.code) == (429, "insufficient_quota")

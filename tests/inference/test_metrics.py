@@ -6,10 +6,10 @@ import pytest
 from django.test import RequestFactory
 from prometheus_client.parser import text_string_to_metric_families
 
+from api.server import metrics as metrics_view
 from inference import metrics, redis_client
-from inference.api.views import metrics as metrics_view
+from inference.dispatch import registry
 from inference.models import Generation
-from inference.worker import registry
 
 MODEL = "test-model.gguf"
 

@@ -8,10 +8,10 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from inference.dispatch import registry
 from inference.models import Generation, Message
 from inference.services import sweeps
 from inference.services.generations import generation_create
-from inference.worker import registry
 from tests import factories
 
 WORKER = "box:1"

@@ -7,7 +7,6 @@ import math
 import pytest
 from django.test import override_settings
 
-from inference.errors import ClientError
 from inference.services.validation import (
     is_number,
     validate_max_tokens,
@@ -15,6 +14,7 @@ from inference.services.validation import (
     validate_text,
     validate_ttft_ms,
 )
+from infra.errors import ClientError
 
 
 def refused(fn, *args, **kwargs) -> ClientError:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from inference.errors import ClientError
 from inference.services.generations import generation_create, generation_create_api
+from infra.errors import ClientError
 from tests import factories
 
 

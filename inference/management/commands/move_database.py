@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from homeai import dbmove
+from infra import dbmove
 
 
 class Command(BaseCommand):

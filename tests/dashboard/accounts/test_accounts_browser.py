@@ -9,8 +9,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect, sync_playwright
 
-from inference.models import Account, Generation, Invite
-from inference.services import accounts
+from accounts import services as accounts
+from accounts.models import Account, Invite
+from inference.models import Generation
 from tests import factories
 from tests.support import launch_chromium, session_cookie
 

@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from inference.models import Invite
-from inference.services import accounts
+from accounts import services as accounts
+from accounts.models import Invite
 from tests import factories
 
 NEW = {"username": "mina", "password1": "a long home password 42", "password2": "a long home password 42"}

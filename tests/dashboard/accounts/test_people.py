@@ -7,7 +7,7 @@ import re
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from inference.models import Account
+from accounts.models import Account
 from tests import factories
 from tests.dashboard.accounts.test_invites import staff_client
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.test import Client
 
-from inference.models import Account, Conversation
+from accounts.models import Account
+from inference.models import Conversation
 from inference.services import generations
 from tests import factories
 

@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 
-from dashboard.accounts import setup_token
+from accounts import setup_token
 
 FORM = {"username": "admin", "password1": "a long home password 42", "password2": "a long home password 42"}
 

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from playwright.sync_api import expect, sync_playwright
 
-from dashboard.accounts import setup_token
+from accounts import setup_token
 from inference import redis_client
 from inference.models import Generation
 from tests.support import launch_chromium, markdown_html, session_cookie, wait_until

@@ -9,7 +9,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from websockets.exceptions import InvalidStatus
 
 from inference import redis_client
-from inference.errors import ClientError
 from inference.metrics import exposition
 from inference.models import Generation, Message
 from inference.services.generations import (
@@ -18,6 +17,7 @@ from inference.services.generations import (
     generation_create_api,
     generation_enqueue,
 )
+from infra.errors import ClientError
 from tests.support import ChatSocket, of_type, session_cookie, wait_until
 
 pytestmark = [pytest.mark.integration]

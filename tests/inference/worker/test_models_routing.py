@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from inference.dispatch import registry
 from inference.models import Generation
-from inference.worker import registry
 from tests.support import WorkerProcess, wait_until
 
 pytestmark = [pytest.mark.integration]

@@ -13,10 +13,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from inference import events
+from inference.dispatch import arrivals, registry
 from inference.engine.events import DoneEvent, PhaseEvent, TokenEvent
 from inference.models import Generation, Message
 from inference.services.generations import generation_create, generation_create_api, generation_enqueue
-from inference.worker import arrivals, registry, stream
+from inference.worker import stream
 from inference.worker.step_relay import StepRelay
 from tests import factories
 from tests.support import RecordingOutbox

@@ -1,0 +1,16 @@
+"""/v1/: the OpenAI-compatible API."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from api.embeddings import views as embedding_views
+from api.openai import views as openai_views
+
+urlpatterns = [
+    path("models", openai_views.models, name="api_models"),
+    path("models/<path:model_id>", openai_views.model_detail, name="api_model"),
+    path("chat/completions", openai_views.chat_completions, name="api_chat_completions"),
+    path("completions", openai_views.completions, name="api_completions"),
+    path("embeddings", embedding_views.openai_embeddings, name="api_embeddings"),
+]
