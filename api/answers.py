@@ -64,7 +64,7 @@ def admit(request: HttpRequest, arrival: arrivals.Arrival, *, keyless: bool = Fa
     """The user whose key the request carries (ApiError 401 otherwise), and the request announced
     (arrival), so that an engine about to read another's prompt waits for this one too. Its own
     trip to a thread, before the rest of the work: requests sent together are all announced
-    within a few milliseconds, not each at the end of its share of the burst (docs/performance.md).
+    within a few milliseconds, not each at the end of its share of the burst (docs/bench/journal.md).
     An unauthenticated request is never announced; a good one is, before its key's use is noted
     (a write)."""
     return authenticate(request, keyless=keyless, admitted=arrival.announce)
@@ -276,7 +276,7 @@ async def _written() -> None:
     does not write within ASGI send: it asks the loop to tell it when the socket is writable and
     writes then, a turn later; the second turn runs after that write (the loop runs what the
     poll found after what was already due). The first token's time is taken here, so the
-    served TTFT ends when its bytes are in the client's socket (docs/performance.md, item 4)."""
+    served TTFT ends when its bytes are in the client's socket (docs/bench/journal.md, the goals' item 4)."""
     for _ in range(2):
         await asyncio.sleep(0)
 

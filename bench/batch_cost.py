@@ -7,7 +7,7 @@ token-by-token decoding does (batch_logits_agree), which a miscompiled matrix ke
 
 Prints llama.cpp's CPU features (AMX_INT8 = 1 where the build uses Intel AMX tiles:
 scripts/llama-cmake-native.sh) and, per model, the median of `reps` timings per size.
-docs/performance.md has the last run, with and without AMX.
+docs/bench/journal.md has the last run, with and without AMX.
 """
 
 from __future__ import annotations

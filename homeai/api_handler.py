@@ -4,7 +4,7 @@ Their views take a bearer key, never a session, a cookie or a CSRF token, so the
 middleware (sessions, CSRF, authentication, messages, the first-run redirect) does nothing for
 them. It still cost: under ASGI, Django runs each hook of a MiddlewareMixin
 middleware in a thread (sync_to_async), two thread hops per middleware per request, about 2 ms
-before an answer is even stored (docs/performance.md). This handler keeps what sets the
+before an answer is even stored (docs/bench/journal.md). This handler keeps what sets the
 responses' headers and language and what CommonMiddleware does for every response
 (Content-Length, slash redirects), with the hooks run inline: they only read the request and
 set headers, so they need no thread.
@@ -14,7 +14,7 @@ ThreadSensitiveContext and sends request_started through sync_to_async in it, so
 request started a thread to run two receivers that have nothing to do for it (reset_queries,
 close_old_connections: the API's database work runs on kept_db's threads, which check their own
 connections before each use): about 0.9 ms between a request's arrival and its view on a busy
-2-core box (docs/performance.md). ApiHandler.handle is Django's, without that context and signal.
+2-core box (docs/bench/journal.md). ApiHandler.handle is Django's, without that context and signal.
 """
 
 from __future__ import annotations

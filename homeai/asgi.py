@@ -28,5 +28,5 @@ application = ProtocolTypeRouter(
 
 # Everything loaded so far lives as long as the process: out of the cyclic collector's way, so
 # a full collection scans only what came after. Without this, one took 90-110 ms of daphne's
-# interpreter now and then, and held four requests that arrived together (docs/performance.md).
+# interpreter now and then, and held four requests that arrived together (docs/bench/journal.md).
 gc.freeze()

@@ -156,7 +156,7 @@ REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 CHANNEL_LAYERS = {
     "default": {
         # Pub/sub layer: about 1 ms per group_send against about 3 ms for the list-based core
-        # layer (measured, see docs/performance.md); tokens are ephemeral, the DB keeps the text.
+        # layer (measured, see docs/bench/journal.md); tokens are ephemeral, the DB keeps the text.
         "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
         "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("HOMEAI_CHANNEL_PREFIX", "homeai")},
     }
@@ -238,7 +238,7 @@ HOMEAI_SPECULATION = env_choice("HOMEAI_SPECULATION", "off", ("ngram", "off"))
 # chunked: tokens per step (decodes included) until the engine has timed the running decodes;
 # then each step aims at HOMEAI_TARGET_ITL_MS when set, else at HOMEAI_STALL_FACTOR times what
 # the running decodes cost alone (0 for both: Sarathi-Serve's fixed budget). The default keeps
-# chats' p99 gap within about 3x of normal on a 2-core CPU (docs/performance.md).
+# chats' p99 gap within about 3x of normal on a 2-core CPU (docs/bench/journal.md).
 HOMEAI_TOKEN_BUDGET = env_int("HOMEAI_TOKEN_BUDGET", 64, minimum=1)
 HOMEAI_TARGET_ITL_MS = env_float("HOMEAI_TARGET_ITL_MS", 0.0, minimum=0.0)
 HOMEAI_STALL_FACTOR = env_float("HOMEAI_STALL_FACTOR", 2.0, minimum=0.0)
@@ -251,7 +251,7 @@ HOMEAI_STALL_BURST_MS = env_float("HOMEAI_STALL_BURST_MS", 500.0, minimum=0.0)
 # sends every token as it comes. Fewer frames are fewer wake-ups of Redis and daphne per token,
 # each taking a core from llama.cpp on a small CPU: on 2-core boxes, 30 took single-stream TPOT
 # from 1.08x to 0.98x of llama-server's on one, and from a mean 1.08x to 1.03x over alternating
-# runs on another (docs/performance.md); clients see tokens in pairs at 33 a second, no reader can
+# runs on another (docs/bench/journal.md); clients see tokens in pairs at 33 a second, no reader can
 # tell. A stream slower than one token per frame is sent token by token.
 HOMEAI_API_FRAME_MS = env_float("HOMEAI_API_FRAME_MS", 30.0, minimum=0.0)
 # Back-pressure: past this many answers waiting, a new message is refused with "busy".

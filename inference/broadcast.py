@@ -4,7 +4,7 @@ Senders are plain threads (a worker's answer relays, the web's request threads),
 is published straight to the layer's Redis channel with this process's sync client: one round
 trip. async_to_sync cost a fresh event loop and connection per call (about 7.5 ms on a 2-core
 box), and the loop thread that replaced it woke a second thread for every frame, on cores that
-llama.cpp's threads need (docs/performance.md). The channel names and the message encoding are
+llama.cpp's threads need (docs/bench/journal.md). The channel names and the message encoding are
 channels_redis's pub/sub layer's (group_channel; a test receives a message sent this way).
 """
 

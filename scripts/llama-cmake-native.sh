@@ -4,7 +4,7 @@
 #
 # AMX (Sapphire Rapids and later Xeons) makes ggml's quantized matrix products with more than
 # one row (a prompt's prefill, a speculative draft's check, several answers' decode step) several
-# times cheaper (docs/performance.md). Two things can break it, so a probe decides:
+# times cheaper (docs/bench/journal.md). Two things can break it, so a probe decides:
 # - the kernel must let the process use the tile registers (arch_prctl), which a virtual machine
 #   that merely advertises AMX in CPUID does not;
 # - GCC 12 (Debian 12's) drops the stores that fill in a tile configuration before

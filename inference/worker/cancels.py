@@ -4,7 +4,7 @@ A client stops a running answer by setting its cancel key in Redis
 (services.generations.generation_cancel). Each answer's task thread used to ask Redis for its own
 key every CANCEL_POLL_S and woke that often to do so: with four answers streaming, forty round
 trips and wake-ups a second, a third of the task threads' CPU, on the two cores llama.cpp's
-threads need (docs/performance.md). Now one thread asks about every running answer in one round
+threads need (docs/bench/journal.md). Now one thread asks about every running answer in one round
 trip (a pipeline of EXISTS) and stops the asked ones in their engine itself; the engine's
 cancelled end then wakes the answer's task thread as any end does. While Redis is down nobody
 can ask, and the answers go on (they are saved to the database as they stream).

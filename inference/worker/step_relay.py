@@ -2,7 +2,7 @@
 
 An answer's task thread (stream._Relay) relays its events, and when it woke for every token
 it cost a thread wake-up, an interpreter hand-over and a Redis round trip per token, on cores
-that llama.cpp's threads need (docs/performance.md). For an answer registered here, the engine
+that llama.cpp's threads need (docs/bench/journal.md). For an answer registered here, the engine
 calls this module's StepRelay with each step's events (Engine's on_events): it publishes them
 for all the step's answers in one reply-less write (broadcast.Outbox) and has them queued
 without waking the task thread. With frames (HOMEAI_API_FRAME_MS), an answer's tokens that come

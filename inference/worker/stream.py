@@ -152,7 +152,7 @@ def _submit(seq: Sequence, model_name: str) -> Engine:
 
 def _save_text(message_id: int, text: str) -> None:
     """An answer's text so far, saved four times a second while it streams: one plain statement,
-    not the ORM's update (0.04 against 0.24 ms of CPU in a warm loop; docs/performance.md)."""
+    not the ORM's update (0.04 against 0.24 ms of CPU in a warm loop; docs/bench/journal.md)."""
     qn = connection.ops.quote_name
     sql = f"UPDATE {qn(Message._meta.db_table)} SET {qn('content')} = %s WHERE {qn('id')} = %s"
     with connection.cursor() as cursor:

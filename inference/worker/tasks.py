@@ -77,7 +77,7 @@ def _on_worker_ready(**_kwargs) -> None:
         runtime.get_engine()
     # What is loaded by now lives as long as the worker: out of the cyclic collector's way, so a
     # full collection scans only what came after (one took 149 ms, holding the interpreter and
-    # so the engine thread between two steps; docs/performance.md).
+    # so the engine thread between two steps; docs/bench/journal.md).
     gc.freeze()
     heartbeat.start()
     # Memory bandwidth and FLOP/s for the dashboard's "why" panel: a second or two, cached per host.

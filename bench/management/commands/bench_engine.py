@@ -20,7 +20,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--model-path",
             default=str(settings.BUNDLED_BASE_MODEL_PATH),
-            help="the GGUF to measure (default: the bundled base model, Gemma 3 270M, as docs/performance.md)",
+            help="the GGUF to measure (default: the bundled base model, Gemma 3 270M, as docs/bench/journal.md)",
         )
         parser.add_argument("--threads", type=int, default=settings.HOMEAI_THREADS)
         parser.add_argument(
