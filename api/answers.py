@@ -38,11 +38,7 @@ from infra.dbthreads import kept_db
 from infra.errors import ClientError
 
 log = logging.getLogger(__name__)
-
-
 REDIS_WAIT_S = 10.0  # how long a request waits out an unreachable Redis before its 503
-
-
 REDIS_RETRY_S = 0.5
 
 

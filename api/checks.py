@@ -14,14 +14,8 @@ from api.errors import ApiError, bad_request
 from inference.engine.tools import OutputSpec, history_turns
 
 CLIENT_CHARS = 32
-
-
 _CLIENT_SAFE = re.compile(r"[^A-Za-z0-9._ /:@+()-]")
-
-
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-
-
 SCHEMA_CHARS = 64_000  # a JSON schema this long already makes a grammar of thousands of rules
 
 

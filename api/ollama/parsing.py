@@ -17,17 +17,11 @@ from inference.engine.tools import OutputSpec
 # What /api/version answers: the Ollama release whose API (docs/api.md) this server speaks.
 # Clients compare it to the version a feature needs (structured outputs came in 0.5.0).
 VERSION = "0.12.0"
-
-
 LISTING = "GET /api/tags"
-
-
-SAMPLING = ("temperature", "top_p", "top_k", "min_p", "seed", "stop", "repeat_penalty", "speculative")
-
-
+# Ollama's sampling options, and HomeAI's extensions the OpenAI path takes too: speculative, and
+# ignore_eos (write exactly num_predict tokens, as benchmarks and tests need).
+SAMPLING = ("temperature", "top_p", "top_k", "min_p", "seed", "stop", "repeat_penalty", "speculative", "ignore_eos")
 PENALTIES = ("frequency_penalty", "presence_penalty")
-
-
 # Options that set up the runner (context, threads, GPU, memory) rather than the answer: this
 # server's own settings decide those, and the options are ignored, as Ollama ignores unknown ones.
 # repeat_last_n and penalize_newline tune penalties slightly; tfs_z is gone from llama.cpp.
@@ -52,8 +46,6 @@ IGNORED_OPTIONS = frozenset(
         "tfs_z",
     }
 )
-
-
 # Options that would change the answer and that this server cannot honour: refused by name.
 REFUSED_OPTIONS = {"mirostat": 0, "typical_p": 1.0}
 
@@ -153,8 +145,6 @@ def _content(value, index: int) -> str:
 
 
 _DURATION_PART = re.compile(r"(-?\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-
-
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 

@@ -12,8 +12,6 @@ from inference.engine.tools import OutputSpec
 
 # Sampling fields we pass to the engine: OpenAI's, plus llama.cpp's widely used extensions.
 OPENAI_SAMPLING = ("temperature", "top_p", "seed", "stop", "frequency_penalty", "presence_penalty")
-
-
 EXTENSION_SAMPLING = ("top_k", "min_p", "repeat_penalty", "ignore_eos", "speculative")
 
 

@@ -200,8 +200,6 @@ def sse(data: dict | str) -> bytes:
 
 
 SSE_DONE = sse("[DONE]")
-
-
 SSE_KEEPALIVE = b": keep-alive\n\n"
 
 

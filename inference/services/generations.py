@@ -273,7 +273,7 @@ def generation_enqueue(*, generation: Generation, arrival: str = "") -> bool:
     """Send the answer to a worker (after the client was told it is queued, so no event beats
     that), then show it queued on the dashboard: the task first, so that the worker need not
     wait for the dashboard's Redis round trip (the page ignores a "queued" that comes late).
-    arrival: the token its request was announced with (worker.arrivals), which the task carries.
+    arrival: the token its request was announced with (dispatch/arrivals.py), which the task carries.
 
     False when the broker (Redis) is unreachable: the answer stays queued in the database, and
     the watchdog sends its task again once Redis answers (sweeps.generations_resend_stale).

@@ -182,12 +182,14 @@ def test_a_client_that_leaves_mid_stream_cancels_its_answer(client):
         model=MODEL,
         messages=[{"role": "user", "content": "Count to three hundred."}],
         stream=True,
-        options={"num_predict": 2000},
+        options={"num_predict": 2000, "ignore_eos": True},  # still writing when the client goes
     )
     next(stream)
     stream.close()
     generation = Generation.objects.latest("id")
-    assert wait_until(lambda: Generation.objects.get(id=generation.id).status in ("cancelled", "done"), timeout=120)
+    assert wait_until(lambda: Generation.objects.get(id=generation.id).status == "cancelled", timeout=120)
+    generation.refresh_from_db()
+    assert generation.finish_reason == "cancelled" and 1 <= generation.output_tokens < 2000
 
 
 @tool

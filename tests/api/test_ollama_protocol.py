@@ -37,6 +37,7 @@ def test_a_chat_body_maps_options_format_and_tools():
                 "top_k": 5,
                 "seed": None,
                 "speculative": False,
+                "ignore_eos": True,
             },
             "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
             "keep_alive": "5m",
@@ -44,7 +45,7 @@ def test_a_chat_body_maps_options_format_and_tools():
         models=MODELS,
     )
     assert req.model == "model.gguf" and req.stream  # Ollama streams unless told not to
-    assert req.options == {"temperature": 0.1, "top_k": 5, "speculative": False}
+    assert req.options == {"temperature": 0.1, "top_k": 5, "speculative": False, "ignore_eos": True}
     assert req.max_tokens == 2048  # the server's limit: a client's default may be larger
     assert req.output.schema == {"type": "object"} and req.output.tools[0]["name"] == "f"
     assert req.output.tool_choice == "auto"
