@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages HomeAI needs when they are missing (root or sudo).
 #   scripts/system-deps.sh          what `make run` needs
-#   scripts/system-deps.sh --test   plus Chromium and a Korean font for the browser tests
+#   scripts/system-deps.sh --test   plus Chromium and a Korean font for the browser tests, and GNU
+#                                   gettext (the i18n tests compile the catalogs to compare them)
 set -euo pipefail
 
 need=()
@@ -22,6 +23,7 @@ if [[ "${1:-}" == "--test" ]]; then
   [[ -x /usr/bin/chromium ]] || need+=(chromium)
   # Korean glyphs for the browser tests and the docs' Korean screenshots.
   [[ -d /usr/share/fonts/truetype/nanum ]] || need+=(fonts-nanum)
+  have_cmd msgfmt || need+=(gettext)
 fi
 
 if ((${#need[@]} == 0)); then

@@ -178,9 +178,13 @@ def test_embeddings_are_counted_in_metrics_apart_from_answers(client, live_serve
 def test_a_batch_of_thirty_two_sentences_is_embedded_in_one_request(client, capsys):
     sentences = [f"Sentence number {i} is about a cat sitting on a mat." for i in range(32)]
     client.embed(model=EMBEDDER, input=sentences[:1])  # loaded
+    before = EmbeddingBatch.objects.count()
     batch = client.embed(model=EMBEDDER, input=sentences)
     assert len(batch.embeddings) == 32
+    # One request, one batch for the worker: a single row holding all 32 inputs.
+    assert EmbeddingBatch.objects.count() == before + 1
     row = EmbeddingBatch.objects.latest("id")
+    assert row.inputs == 32 and row.status == EmbeddingBatch.Status.DONE
     with capsys.disabled():
         print(f"\n32 sentences: {row.compute_ms:.0f} ms compute, {32000 / row.compute_ms:.1f} inputs/s")
 

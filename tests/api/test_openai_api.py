@@ -436,6 +436,9 @@ def test_with_no_worker_running_a_request_gets_503_at_once(api, api_key, live_se
     worker_process.stop()  # a clean stop removes its heartbeat; the next test's fixture starts it again
     response = _post(live_server_url, "/v1/completions", api_key, {"prompt": "Hello", "max_tokens": 2})
     assert response.status_code == 503 and response.headers["Retry-After"]
+    # At once: answered from the heartbeats, not after waiting for a worker to take the task (a
+    # generous bound: the refusal takes milliseconds, the wait it replaces minutes).
+    assert response.elapsed.total_seconds() < 10, response.elapsed
     error = response.json()["error"]
     assert (
         error["type"] == "server_error" and error["code"] == "no_worker" and "No worker is running" in error["message"]

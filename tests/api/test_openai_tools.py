@@ -134,12 +134,27 @@ def test_harmless_fields_are_accepted_and_penalties_are_honoured(api):
         logit_bias={"100": 5},
         presence_penalty=0.5,
         frequency_penalty=0.2,
+        extra_body={"repeat_penalty": 1.3},
         tools=[WEATHER_TOOL],
         tool_choice="none",
     )
     assert answer.choices[0].message.content is not None
     generation = Generation.objects.get(id=int(answer.id.split("-")[1]))
-    assert generation.sampling["presence_penalty"] == 0.5 and generation.output == {}
+    assert generation.output == {}
+    sampling = generation.sampling
+    assert (sampling["presence_penalty"], sampling["frequency_penalty"], sampling["repeat_penalty"]) == (0.5, 0.2, 1.3)
+
+    # Each penalty changes a greedy answer that repeats itself (a token already written is pushed down).
+    def greedy(**penalty) -> str:
+        prompt = "Write the word cat twenty times, separated by spaces."
+        messages = [{"role": "user", "content": prompt}]
+        reply = api.chat.completions.create(model=MODEL, messages=messages, max_tokens=24, temperature=0, **penalty)
+        return reply.choices[0].message.content
+
+    plain = greedy()
+    assert plain == greedy()  # greedy: the same text again without a penalty
+    for penalty in ({"presence_penalty": 2.0}, {"frequency_penalty": 2.0}, {"extra_body": {"repeat_penalty": 2.0}}):
+        assert greedy(**penalty) != plain, penalty
 
 
 @pytest.mark.parametrize(

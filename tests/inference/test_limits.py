@@ -73,8 +73,11 @@ def test_the_usage_sums_tokens_and_model_time(db):
 
 def test_no_account_row_means_no_limit(db):
     user = factories.user()
-    used_answer(user)
-    generations.generation_create(user=user, conversation_id=None, text="Fine")
+    for _ in range(3):
+        used_answer(user)
+    assert not Account.objects.filter(user=user).exists()
+    generation = generations.generation_create(user=user, conversation_id=None, text="Fine")
+    assert generation.status == Generation.Status.QUEUED and generation.user_id == user.id
 
 
 def test_the_api_answers_a_reached_limit_as_openai_does_out_of_quota():

@@ -157,12 +157,16 @@ def test_running_and_waiting_requests_come_from_the_workers_heartbeats(clean_met
     assert scraped["homeai_workers"][()] == 2
 
 
-def test_a_failing_redis_never_breaks_the_answer_being_recorded(monkeypatch):
+def test_a_failing_redis_never_breaks_the_answer_being_recorded(monkeypatch, caplog):
     def broken():
         raise ConnectionError("Redis is down")
 
     monkeypatch.setattr(redis_client, "client", broken)
-    metrics.record_generation(_generation(9))  # logs a warning, raises nothing
+    with caplog.at_level("WARNING", logger="inference.metrics"):
+        metrics.record_generation(_generation(9))  # raises nothing
+    [record] = [r for r in caplog.records if r.name == "inference.metrics"]
+    assert record.levelname == "WARNING" and "generation 9" in record.getMessage()
+    assert record.exc_info and "Redis is down" in str(record.exc_info[1])
 
 
 def test_the_endpoint_asks_for_the_token_only_when_one_is_set(clean_metrics, settings):

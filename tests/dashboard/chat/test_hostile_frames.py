@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from inference.models import Generation
 from tests.support import of_type
 
 pytestmark = [pytest.mark.integration]
@@ -97,6 +98,7 @@ def hostile(rng: random.Random) -> str:
 
 
 def test_random_hostile_frames_never_close_the_socket_and_each_bad_one_is_answered(make_user, connect):
+    before = Generation.objects.count()
     sock = connect(make_user())
     rng = random.Random(20261130)
     for _ in range(FRAMES):
@@ -106,6 +108,8 @@ def test_random_hostile_frames_never_close_the_socket_and_each_bad_one_is_answer
     errors = of_type(answers, "generation.error")
     assert all(e["message"] and e["code"] != "internal_error" for e in errors), [e for e in errors if not e["message"]]
     assert len(errors) > FRAMES // 2  # most frames are refused in words (a harmless chat.ttft is not answered)
+    # Every send's max_tokens is refused (NO_ANSWER): nothing was queued, nothing generated.
+    assert Generation.objects.count() == before and not of_type(answers, "generation.queued")
 
 
 def test_the_chat_still_answers_after_the_hostile_frames(worker, make_user, connect):

@@ -4,11 +4,13 @@ engine and model run through this code in tests/dashboard/chat.)"""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -161,7 +163,20 @@ def test_an_end_the_watchdog_already_wrote_is_kept_but_the_whole_text_is_saved(a
 
 
 def test_the_deadline_defaults_to_the_task_time_limit():
-    assert settings.HOMEAI_ANSWER_DEADLINE_S == settings.CELERY_TASK_SOFT_TIME_LIMIT
+    """HOMEAI_TASK_TIME_LIMIT sets both: an answer's deadline, and Celery's limits (which -P threads
+    cannot enforce, so the worker's own deadline is what stops an answer)."""
+    code = "from django.conf import settings as s; print(s.HOMEAI_ANSWER_DEADLINE_S, s.CELERY_TASK_TIME_LIMIT)"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "homeai.settings", "HOMEAI_TASK_TIME_LIMIT": "123"}
+    out = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        cwd=Path(__file__).resolve().parents[3],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert out.stdout.split() == ["123", "153"]
 
 
 def test_a_duplicate_task_of_an_answer_being_written_leaves_it_listed_in_the_heartbeat(answer, monkeypatch):
