@@ -97,6 +97,8 @@ class ServingConfig:
     timeout_s: float = 600.0
     warmup: bool = True
     cotenant_doc_tokens: int = 0  # > 0: also three chats beside one document of this many tokens
+    cotenant_chat_tokens: int = 256  # what each co-tenant chat writes: enough to outlast the document
+    long_prompt_tokens: int = 0  # > 0: also one prompt of this many tokens at a time, then its decode
 
 
 def parse_goodput(text: str | None) -> dict[str, float]:
@@ -217,6 +219,16 @@ class RequestResult:
     server_timings: dict | None = None
     text_chunks: int = 0  # stream chunks that carried text
     counted_tokens: int | None = None  # what the server said it sent (usage.completion_tokens)
+    sent_s: float | None = None  # the client's clock (perf_counter) when the request went out
+
+    def token_times(self) -> list[float]:
+        """When each token arrived, on the client's clock (empty without a first token)."""
+        if self.sent_s is None or self.ttft_s is None:
+            return []
+        times = [self.sent_s + self.ttft_s]
+        for gap in self.itl_s:
+            times.append(times[-1] + gap)
+        return times
 
     @property
     def server_ttft_ms(self) -> float | None:
@@ -232,9 +244,9 @@ class RequestResult:
         return (self.e2e_s - self.ttft_s) / (self.output_tokens - 1)
 
 
-def request_body(cfg: ServingConfig, prompt: str) -> dict:
+def request_body(cfg: ServingConfig, prompt: str, max_tokens: int | None = None) -> dict:
     body: dict = {
-        "max_tokens": cfg.output_tokens,
+        "max_tokens": max_tokens or cfg.output_tokens,
         "temperature": 0,
         "repeat_penalty": 1.0,  # llama.cpp's extension; greedy and unpenalised everywhere
         "ignore_eos": True,  # same output length for every request (servers that ignore it may stop early)
@@ -260,8 +272,18 @@ def chunk_text(data: dict, chat: bool) -> str:
     return choices[0].get("text") or ""
 
 
-async def http_request(client, target: Target, cfg: ServingConfig, prompt: str, tokenizer: Tokenizer) -> RequestResult:
-    """One streamed request, timed at the client: a token is a chunk that carries text."""
+async def http_request(
+    client,
+    target: Target,
+    cfg: ServingConfig,
+    prompt: str,
+    tokenizer: Tokenizer,
+    *,
+    max_tokens: int | None = None,
+    on_token: Callable[[], None] | None = None,
+) -> RequestResult:
+    """One streamed request, timed at the client: a token is a chunk that carries text
+    (on_token is called at each)."""
     chat = cfg.endpoint == "chat"
     path = "/chat/completions" if chat else "/completions"
     headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
@@ -270,10 +292,11 @@ async def http_request(client, target: Target, cfg: ServingConfig, prompt: str, 
     pieces: list[str] = []
     times: list[float] = []
     usage = None
-    start = time.perf_counter()
+    start = result.sent_s = time.perf_counter()
+    body = request_body(cfg, prompt, max_tokens)
     try:
         async with client.stream(
-            "POST", target.url + path, json=request_body(cfg, prompt), headers=headers, timeout=cfg.timeout_s
+            "POST", target.url + path, json=body, headers=headers, timeout=cfg.timeout_s
         ) as response:
             if response.status_code != 200:
                 body = (await response.aread()).decode("utf-8", errors="replace")
@@ -294,6 +317,8 @@ async def http_request(client, target: Target, cfg: ServingConfig, prompt: str, 
                 if text:
                     pieces.append(text)
                     times.append(now)
+                    if on_token is not None:
+                        on_token()
                 if data.get("usage"):
                     usage = data["usage"]
                 if data.get("timings"):
@@ -341,8 +366,8 @@ class RawEngine:
         except AttributeError:
             return token == self.llm.token_eos()
 
-    def _run(self, prompt: str, max_tokens: int, chat: bool, start: float) -> RequestResult:
-        result = RequestResult(target=RAW, ok=False)
+    def _run(self, prompt: str, max_tokens: int, chat: bool, start: float, on_token) -> RequestResult:
+        result = RequestResult(target=RAW, ok=False, sent_s=start)
         if chat:
             prompt = f"<start_of_turn>user\n{prompt}<end_of_turn>\n<start_of_turn>model\n"
         tokens = self.llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
@@ -353,6 +378,8 @@ class RawEngine:
             if self._is_eog(token):
                 break
             times.append(now)
+            if on_token is not None:
+                on_token()
             if len(times) >= max_tokens:
                 break
         end = time.perf_counter()
@@ -366,11 +393,19 @@ class RawEngine:
         result.itl_s = [b - a for a, b in zip(times, times[1:], strict=False)]
         return result
 
-    async def request(self, cfg: ServingConfig, prompt: str) -> RequestResult:
+    async def request(
+        self,
+        cfg: ServingConfig,
+        prompt: str,
+        *,
+        max_tokens: int | None = None,
+        on_token: Callable[[], None] | None = None,
+    ) -> RequestResult:
         start = time.perf_counter()  # before the queue: waiting for the engine is part of TTFT
         loop = asyncio.get_running_loop()
+        ping = None if on_token is None else (lambda: loop.call_soon_threadsafe(on_token))
         return await loop.run_in_executor(
-            self.pool, self._run, prompt, cfg.output_tokens, cfg.endpoint == "chat", start
+            self.pool, self._run, prompt, max_tokens or cfg.output_tokens, cfg.endpoint == "chat", start, ping
         )
 
     def close(self) -> None:
@@ -465,15 +500,22 @@ def summarize(results: list[RequestResult], duration_s: float, limits: dict[str,
 
 
 async def _run_async(
-    cfg: ServingConfig, prompts: list[str], docs: list[str], tokenizer: Tokenizer, raw: RawEngine | None, log
+    cfg: ServingConfig,
+    prompts: list[str],
+    docs: list[str],
+    longs: list[str],
+    tokenizer: Tokenizer,
+    raw: RawEngine | None,
+    log,
 ) -> list[dict]:
     limits = httpx.Limits(max_connections=max(cfg.concurrency) * 2 + 4, max_keepalive_connections=0)
     async with httpx.AsyncClient(limits=limits, timeout=cfg.timeout_s) as client:
 
         def sender(target: Target):
+            """send(prompt, max_tokens=None, on_token=None) -> RequestResult, for the target."""
             if target.is_raw:
-                return lambda prompt: raw.request(cfg, prompt)
-            return lambda prompt: http_request(client, target, cfg, prompt, tokenizer)
+                return lambda prompt, **kw: raw.request(cfg, prompt, **kw)
+            return lambda prompt, **kw: http_request(client, target, cfg, prompt, tokenizer, **kw)
 
         if cfg.warmup:
             for target in cfg.targets:
@@ -510,8 +552,10 @@ async def _run_async(
                     "requests": {name: [_request_record(x) for x in run.results] for name, run in runs.items()},
                 }
             )
+        if cfg.long_prompt_tokens:
+            scenarios.append(await _long_prompt(cfg, longs, measure, log))
         if cfg.cotenant_doc_tokens:
-            scenarios.append(await _cotenant(cfg, prompts, docs, measure, log))
+            scenarios.append(await _cotenant(cfg, prompts, docs, sender, log))
     return scenarios
 
 
@@ -562,27 +606,113 @@ def _request_record(x: RequestResult) -> dict:
 
 
 COTENANT_CHATS = 3
+# The document goes out once every chat has written this many tokens: their gaps before it are
+# the baseline its slices are measured against (the stall factor bounds the ratio).
+COTENANT_TOKENS_BEFORE = 8
 
 
-async def _cotenant(cfg: ServingConfig, prompts: list[str], docs: list[str], measure, log) -> dict:
-    """Three chats and one long document sent at once, every round: what the document does to
-    the chats' token rate, and how long it waits for its first token beside them."""
+def stall_ratios(chats: list[RequestResult], doc: RequestResult) -> dict:
+    """The chats' gaps before a document was sent, and during its reading (sent to its first
+    token), in ms: the gaps, by when each ended."""
+    out: dict[str, list[float]] = {"before_ms": [], "during_ms": []}
+    first = doc.token_times()[:1]
+    if doc.sent_s is None or not first:
+        return out
+    for chat in chats:
+        times = chat.token_times()
+        for a, b in zip(times, times[1:], strict=False):
+            if b <= doc.sent_s:
+                out["before_ms"].append((b - a) * 1000)
+            elif b <= first[0]:
+                out["during_ms"].append((b - a) * 1000)
+    return out
+
+
+def stall_summary(before_ms: list[float], during_ms: list[float]) -> dict:
+    """The chats' ITL p50 and p99 while the document was read, each divided by their median gap
+    before it (the issue's measure: at most the stall factor, 3x by default)."""
+    before = percentile(before_ms, 50)
+    p50, p99 = percentile(during_ms, 50), percentile(during_ms, 99)
+    return {
+        "gap_before_ms": before,
+        "itl_during_ms": {"p50": p50, "p99": p99},
+        "gaps_before": len(before_ms),
+        "gaps_during": len(during_ms),
+        "p50_ratio": p50 / before if before and p50 is not None else None,
+        "p99_ratio": p99 / before if before and p99 is not None else None,
+    }
+
+
+async def _cotenant_round(send, chats: list[str], doc: str, chat_tokens: int) -> list[RequestResult]:
+    """Three chats, then the document once each chat has written COTENANT_TOKENS_BEFORE tokens
+    (or one has ended); the chats' results, then the document's."""
+    counts = [0] * len(chats)
+    ready = asyncio.Event()
+
+    def seen(i: int) -> None:
+        counts[i] += 1
+        if min(counts) >= COTENANT_TOKENS_BEFORE:
+            ready.set()
+
+    tasks = [
+        asyncio.create_task(send(p, max_tokens=chat_tokens, on_token=lambda i=i: seen(i))) for i, p in enumerate(chats)
+    ]
+    waiter = asyncio.create_task(ready.wait())
+    await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    document = await send(doc)
+    return [*await asyncio.gather(*tasks), document]
+
+
+async def _cotenant(cfg: ServingConfig, prompts: list[str], docs: list[str], sender, log) -> dict:
+    """Three chats writing, then one long document, every round: what the document does to the
+    chats' gaps (during its reading, against before it), and how long it waits for its first
+    token beside them."""
     chats = {t.name: Collected() for t in cfg.targets}
     documents = {t.name: Collected() for t in cfg.targets}
+    gaps = {t.name: {"before_ms": [], "during_ms": []} for t in cfg.targets}
     for r, doc in enumerate(docs):
-        batch = [prompts[(r * COTENANT_CHATS + i) % len(prompts)] for i in range(COTENANT_CHATS)] + [doc]
+        batch = [prompts[(r * COTENANT_CHATS + i) % len(prompts)] for i in range(COTENANT_CHATS)]
         for target in _rotated(cfg.targets, r):
-            log(f"co-tenant round {r + 1}/{len(docs)}: {target.name} ({COTENANT_CHATS} chats and a document)")
-            seconds, results, _cpu = await measure(target, batch, len(batch), [0.0] * len(batch))
+            log(f"co-tenant round {r + 1}/{len(docs)}: {target.name} ({COTENANT_CHATS} chats, then a document)")
+            start = time.perf_counter()
+            results = await _cotenant_round(sender(target), batch, doc, cfg.cotenant_chat_tokens)
+            seconds = time.perf_counter() - start
             chats[target.name].add(seconds, results[:COTENANT_CHATS], None)
             documents[target.name].add(seconds, results[COTENANT_CHATS:], None)
+            if results[-1].ok:
+                for key, values in stall_ratios([x for x in results[:COTENANT_CHATS] if x.ok], results[-1]).items():
+                    gaps[target.name][key] += values
     return {
         "concurrency": COTENANT_CHATS + 1,
         "request_rate": None,
-        "cotenant": {"chats": COTENANT_CHATS, "doc_tokens": cfg.cotenant_doc_tokens},
+        "cotenant": {
+            "chats": COTENANT_CHATS,
+            "doc_tokens": cfg.cotenant_doc_tokens,
+            "chat_tokens": cfg.cotenant_chat_tokens,
+            "tokens_before": COTENANT_TOKENS_BEFORE,
+        },
         "targets": {name: run.summary(cfg.goodput) for name, run in chats.items()},
         "documents": {name: run.summary(cfg.goodput) for name, run in documents.items()},
+        "stall": {name: stall_summary(g["before_ms"], g["during_ms"]) for name, g in gaps.items()},
         "requests": {name: [_request_record(x) for x in run.results] for name, run in chats.items()},
+    }
+
+
+async def _long_prompt(cfg: ServingConfig, longs: list[str], measure, log) -> dict:
+    """One long prompt at a time, then its decode: the TTFT a pasted document waits on an idle
+    server, and the TPOT of an answer written that deep in the context."""
+    runs = {t.name: Collected() for t in cfg.targets}
+    for r, prompt in enumerate(longs):
+        for target in _rotated(cfg.targets, r):
+            log(f"long prompt {r + 1}/{len(longs)}: {target.name} ({cfg.long_prompt_tokens} tokens)")
+            runs[target.name].add(*await measure(target, [prompt], 1, [0.0]))
+    return {
+        "concurrency": 1,
+        "request_rate": None,
+        "long_prompt": {"prompt_tokens": cfg.long_prompt_tokens},
+        "targets": {name: run.summary(cfg.goodput) for name, run in runs.items()},
+        "requests": {name: [_request_record(x) for x in run.results] for name, run in runs.items()},
     }
 
 
@@ -594,9 +724,12 @@ def run(cfg: ServingConfig, log: Callable[[str], None] = print) -> dict:
     docs = []
     if cfg.cotenant_doc_tokens:
         docs = make_prompts(tokenizer, n=cfg.rounds, length=cfg.cotenant_doc_tokens, seed=cfg.seed + 1)
+    longs = []
+    if cfg.long_prompt_tokens:
+        longs = make_prompts(tokenizer, n=cfg.rounds, length=cfg.long_prompt_tokens, seed=cfg.seed + 2)
     raw = RawEngine(cfg) if any(t.is_raw for t in cfg.targets) else None
     try:
-        scenarios = asyncio.run(_run_async(cfg, prompts, docs, tokenizer, raw, log))
+        scenarios = asyncio.run(_run_async(cfg, prompts, docs, longs, tokenizer, raw, log))
     finally:
         if raw is not None:
             raw.close()
@@ -785,7 +918,7 @@ def markdown(result: dict) -> str:
             *(_dist(s[metric]) for metric in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")),
         )
         for scenario in result["scenarios"]
-        if "cotenant" not in scenario  # its own table, below
+        if not _own_table(scenario)  # its own table, below
         for name, s in scenario["targets"].items()
     )
     intro = (
@@ -815,7 +948,7 @@ def markdown(result: dict) -> str:
             ", ".join(f"{n} {num(ms, 2)}" for n, ms in (s.get("cpu_ms_per_token_by_process") or {}).items()) or "–",
         )
         for scenario in result["scenarios"]
-        if "cotenant" not in scenario
+        if not _own_table(scenario)
         for name, s in scenario["targets"].items()
     )
     parts = [
@@ -827,9 +960,34 @@ def markdown(result: dict) -> str:
     ]
     parts += ["", *table(server_header, server_rows)]
     for scenario in result["scenarios"]:
+        if "long_prompt" in scenario:
+            parts += ["", *long_prompt_table(scenario)]
         if "cotenant" in scenario:
             parts += ["", *cotenant_table(scenario)]
     return "\n".join(parts)
+
+
+def _own_table(scenario: dict) -> bool:
+    return "cotenant" in scenario or "long_prompt" in scenario
+
+
+def long_prompt_table(scenario: dict) -> list[str]:
+    """The long prompt's TTFT (and the prompt tokens per second it means) and its answer's TPOT."""
+    n = scenario["long_prompt"]["prompt_tokens"]
+    header = ("target", "done", "TTFT ms p50 / p90", "prompt tok/s (p50 TTFT)", "TPOT ms p50 / p90")
+    rows = []
+    for name, s in scenario["targets"].items():
+        ttft = s["ttft_ms"]["p50"]
+        rows.append(
+            (
+                name,
+                f"{s['completed']}/{s['completed'] + s['failed']}",
+                f"{num(ttft, 1)} / {num(s['ttft_ms']['p90'], 1)}",
+                num(n * 1000 / ttft if ttft else None, 1),
+                f"{num(s['tpot_ms']['p50'], 1)} / {num(s['tpot_ms']['p90'], 1)}",
+            )
+        )
+    return [f"Long prompt: one {n}-token prompt at a time, then its answer:", "", *table(header, rows)]
 
 
 def cotenant_table(scenario: dict) -> list[str]:
@@ -837,26 +995,34 @@ def cotenant_table(scenario: dict) -> list[str]:
     info = scenario["cotenant"]
     header = (
         "target",
+        "chats gap before ms p50",
+        "chats ITL during ms p50 / p99",
+        "during ÷ before p50 / p99",
         "chats TPOT ms p50 / p99",
-        "chats ITL ms p50 / p99",
-        "chats TTFT ms p50",
         "document TTFT ms p50 / max",
         "document e2e ms p50",
     )
     rows = []
     for name, chats in scenario["targets"].items():
         doc = scenario["documents"][name]
+        stall = (scenario.get("stall") or {}).get(name) or stall_summary([], [])
+        during = stall["itl_during_ms"]
         rows.append(
             (
                 name,
+                num(stall["gap_before_ms"], 1),
+                f"{num(during['p50'], 1)} / {num(during['p99'], 1)}",
+                f"{num(stall['p50_ratio'], 2)}x / {num(stall['p99_ratio'], 2)}x",
                 f"{num(chats['tpot_ms']['p50'], 1)} / {num(chats['tpot_ms']['p99'], 1)}",
-                f"{num(chats['itl_ms']['p50'], 1)} / {num(chats['itl_ms']['p99'], 1)}",
-                num(chats["ttft_ms"]["p50"]),
                 f"{num(doc['ttft_ms']['p50'])} / {num(doc['ttft_ms']['p99'])}",
                 num(doc["e2e_ms"]["p50"]),
             )
         )
-    intro = f"Co-tenants: {info['chats']} chats and one {info['doc_tokens']}-token document sent at once, each round:"
+    intro = (
+        f"Co-tenants: {info['chats']} chats writing, then one {info['doc_tokens']}-token document once each has "
+        f"{info.get('tokens_before', COTENANT_TOKENS_BEFORE)} tokens, each round; the chats' gaps during its reading "
+        "(sent to first token) against their median gap before it:"
+    )
     return [intro, "", *table(header, rows)]
 
 

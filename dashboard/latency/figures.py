@@ -545,7 +545,9 @@ def token_timeline_figure(row: dict | None, row_steps: Iterable[dict] = (), *, t
 
 @figure("steps")
 def steps_figure(steps: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
-    """Engine steps: prompt and decode tokens in each (stacked), and how long each step took."""
+    """Engine steps: prompt and decode tokens in each (stacked), how long each step took, and
+    what the engine's cost model predicted it would take before it ran (budget.py): where the two
+    part, the chunks it sized miss their target."""
     ordered = sorted(steps, key=lambda s: s["t"])
     x = [wall(s["t"], tz) for s in ordered]
     policy = [s.get("policy") or "" for s in ordered]  # shown on hover: staff switch it live
@@ -570,13 +572,33 @@ def steps_figure(steps: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
     fig.add_trace(
         go.Scatter(
             x=x,
-            y=[round(s["ms"], 3) for s in ordered],
+            # The whole step where the record has it (what the model predicts), else llama_decode's part.
+            y=[round(s.get("step_ms") or s["ms"], 3) for s in ordered],
             customdata=policy,
             name=_("Step time"),
             mode="markers",
             marker={"color": COLORS["ratio"], "size": 4},
             hovertemplate=_("step %{y:,.1f} ms · %{customdata}") + "<extra></extra>",
             meta="ms",
+        ),
+        row=2,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=[None if s.get("predicted_ms") is None else round(s["predicted_ms"], 3) for s in ordered],
+            customdata=policy,
+            name=_("Predicted step time"),
+            mode="markers",
+            marker={
+                "color": COLORS["fit"],
+                "size": 4,
+                "symbol": "x-thin",
+                "line": {"width": 1, "color": COLORS["fit"]},
+            },
+            hovertemplate=_("predicted %{y:,.1f} ms · %{customdata}") + "<extra></extra>",
+            meta="predicted_ms",
         ),
         row=2,
         col=1,

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable
 
-from inference.engine.budget import StepCostModel
+from inference.engine.budget import StepCostModel, cells_attended
 from inference.engine.commands import Cancel, Command, Load, Retire, SetPolicy, Stop, Submit
 from inference.engine.errors import EngineError
 from inference.engine.events import DoneEvent, EngineEvent, ErrorEvent, PhaseEvent, TokenEvent
@@ -317,6 +317,13 @@ class Engine:
             return EngineError("prompt_error", f"The prompt could not be built: {exc}")
 
     def _step(self) -> None:
+        # Where the step stands, for the cost model to size a prompt slice at its depth: the
+        # cells the decodes attend, and the deepest prompt being read.
+        running = self.scheduler.running
+        self.cost_model.at(
+            decode_cells=sum(seq.position + 1 for seq in running if not seq.in_prefill),
+            prompt_depth=max((seq.num_computed for seq in running if seq.in_prefill), default=0),
+        )
         step = self.scheduler.schedule()
         if step is None:
             return
@@ -344,6 +351,8 @@ class Engine:
 
     def _run_step(self, step: Step) -> None:
         waiting_before = list(self.scheduler.waiting)
+        attended = _cells(step)
+        predicted = self.cost_model.predict(n_decode=step.decode_tokens, n_prefill=step.prefill_tokens, **attended)
         t0 = now_ns()
         try:
             to_sample = self.runner.decode(step)
@@ -376,8 +385,8 @@ class Engine:
         # The cost model learns whole steps (sampling and events included): that is the gap a
         # chat sees between its tokens, which is what the stall target bounds.
         step_ms = (now_ns() - t0) / NS_PER_MS
-        self.cost_model.observe(n_prefill=step.prefill_tokens, n_decode=step.decode_tokens, ms=step_ms)
-        self._record_step(step, t0, t1)
+        self.cost_model.observe(n_prefill=step.prefill_tokens, n_decode=step.decode_tokens, ms=step_ms, **attended)
+        self._record_step(step, t0, t1, step_ms=step_ms, predicted_ms=predicted)
         if waiting_before != list(self.scheduler.waiting):
             for seq in self.scheduler.waiting:
                 seq.emit(PhaseEvent("queued", position=self.scheduler.queue_position(seq)))
@@ -454,10 +463,14 @@ class Engine:
         for seq in list(self._by_id.values()):
             self._fail(seq, exc)
 
-    def _record_step(self, step: Step, t0: int, t1: int) -> None:
+    def _record_step(self, step: Step, t0: int, t1: int, *, step_ms: float, predicted_ms: float | None) -> None:
         record = {
             "t": perf_to_wall_ns(t0) / 1e9,
-            "ms": (t1 - t0) / NS_PER_MS,
+            "ms": (t1 - t0) / NS_PER_MS,  # llama_decode alone
+            # The whole step (sampling and events too), as the cost model learns it, and what
+            # the model predicted it would cost before it ran (None while it cannot yet).
+            "step_ms": step_ms,
+            "predicted_ms": predicted_ms,
             "prefill": step.prefill_tokens,
             "decode": step.decode_tokens,
             "draft": step.draft_tokens,
@@ -467,3 +480,14 @@ class Engine:
         self.steps.append(record)
         if self._on_step is not None:
             self._on_step(record)
+
+
+def _cells(step: Step) -> dict[str, int]:
+    """The KV cells the step's decode and prompt tokens attend (budget.cells_attended)."""
+    decode = prefill = 0
+    for chunk in step.chunks:
+        if chunk.prefill:
+            prefill += cells_attended(chunk.seq.num_computed, chunk.n_tokens)
+        else:
+            decode += cells_attended(chunk.seq.position, chunk.n_tokens)
+    return {"decode_cells": decode, "prefill_cells": prefill}

@@ -242,7 +242,13 @@
     const div = charts.steps;
     if (!div || !div.data || !steps.length) return;
     const xs = steps.map((s) => wall(s.t));
-    const pick = { prefill: (s) => s.prefill || 0, decode: (s) => s.decode || 0, ms: (s) => Math.round(s.ms * 1000) / 1000 };
+    const round3 = (v) => (v == null ? null : Math.round(v * 1000) / 1000);
+    const pick = {
+      prefill: (s) => s.prefill || 0,
+      decode: (s) => s.decode || 0,
+      ms: (s) => round3(s.step_ms || s.ms),  // the whole step where the record has it, as figures.py
+      predicted_ms: (s) => round3(s.predicted_ms),  // the cost model's prediction, before the step ran
+    };
     const policies = steps.map((s) => s.policy || "");
     const indices = [];
     const update = { x: [], y: [], customdata: [] };

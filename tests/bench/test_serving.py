@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 
@@ -128,3 +129,85 @@ def test_the_command_says_what_is_missing(tmp_path):
         call_command("bench_serving", "--target", "homeai=http://127.0.0.1:9/v1", "--cpu", "homeai=999999999")
     with pytest.raises(CommandError, match="cotenant-doc-tokens"):
         call_command("bench_serving", "--raw", "--cotenant-doc-tokens", "-5")
+
+
+def _stream(sent: float, first: float, gaps: list[float]) -> serving.RequestResult:
+    """A streamed answer sent at `sent` (client clock, s), its first token `first` s later."""
+    return serving.RequestResult(
+        target="t", ok=True, output_tokens=len(gaps) + 1, ttft_s=first, e2e_s=first + sum(gaps), itl_s=gaps, sent_s=sent
+    )
+
+
+def test_the_cotenant_report_sets_the_chats_gaps_during_the_document_against_before_it():
+    # Chats write every 20 ms from t=0.1 s; the document goes out at t=0.25 s and its first token
+    # comes at t=0.55 s; meanwhile one chat's gaps are 60 ms, then they are 20 ms again.
+    steady = _stream(0.0, 0.1, [0.02] * 20)
+    slowed = _stream(0.0, 0.1, [0.02] * 7 + [0.06] * 5 + [0.02] * 5)  # 7 gaps end by 0.24 s
+    doc = _stream(0.25, 0.30, [0.02] * 3)
+    assert doc.token_times()[0] == pytest.approx(0.55)
+    gaps = serving.stall_ratios([steady, slowed], doc)
+    assert len(gaps["before_ms"]) == 14  # gaps that ended by the document's send, 7 each
+    assert gaps["before_ms"] == pytest.approx([20.0] * 14)
+    # During, gaps ending in (0.25, 0.55] s: steady's from 0.26 to its last at 0.50 (13), and
+    # slowed's five 60 ms ones (0.30 to 0.54); its next ends at 0.56.
+    assert sorted(gaps["during_ms"]) == pytest.approx(sorted([20.0] * 13 + [60.0] * 5))
+    summary = serving.stall_summary(gaps["before_ms"], gaps["during_ms"])
+    assert summary["gap_before_ms"] == pytest.approx(20.0)
+    assert summary["p50_ratio"] == pytest.approx(1.0)
+    assert summary["p99_ratio"] == pytest.approx(3.0)
+    assert summary["gaps_during"] == 18
+    empty = serving.stall_summary([], [])
+    assert empty["p50_ratio"] is None and empty["p99_ratio"] is None
+
+
+def test_a_document_that_never_answered_has_no_stall_figures():
+    doc = serving.RequestResult(target="t", ok=False, error="HTTP 503", sent_s=0.3)
+    assert serving.stall_ratios([_stream(0.0, 0.1, [0.02] * 5)], doc) == {"before_ms": [], "during_ms": []}
+
+
+def test_the_document_goes_out_once_every_chat_has_written_its_first_tokens():
+    sent: list[tuple[str, int]] = []  # (prompt, tokens the chats had written when it was sent)
+    written = [0]
+
+    async def send(prompt, max_tokens=None, on_token=None):
+        sent.append((prompt, written[0]))
+        for _ in range(max_tokens or 4):
+            await asyncio.sleep(0)
+            written[0] += 1
+            if on_token:
+                on_token()
+        return serving.RequestResult(target="t", ok=True, output_tokens=max_tokens or 4)
+
+    results = asyncio.run(serving._cotenant_round(send, ["a", "b", "c"], "doc", chat_tokens=20))
+    assert [p for p, _ in sent] == ["a", "b", "c", "doc"] and len(results) == 4
+    assert sent[-1][1] >= 3 * serving.COTENANT_TOKENS_BEFORE
+
+
+def test_the_long_prompt_and_cotenant_tables_report_their_own_figures():
+    summary = serving.summarize([_stream(0.0, 0.5, [0.02] * 9)], duration_s=1.0, limits={})
+    result = {
+        "model": "m.gguf",
+        "config": {
+            "threads": 2,
+            "endpoint": "completions",
+            "prompt_tokens": 16,
+            "output_tokens": 10,
+            "num_prompts": 1,
+            "rounds": 1,
+            "seed": 0,
+        },
+        "scenarios": [
+            {"concurrency": 1, "long_prompt": {"prompt_tokens": 2000}, "targets": {"homeai": summary}},
+            {
+                "concurrency": 4,
+                "cotenant": {"chats": 3, "doc_tokens": 2000, "chat_tokens": 256, "tokens_before": 8},
+                "targets": {"homeai": summary},
+                "documents": {"homeai": summary},
+                "stall": {"homeai": serving.stall_summary([20.0] * 10, [30.0] * 9 + [60.0])},
+            },
+        ],
+    }
+    text = serving.markdown(result)
+    assert "one 2000-token prompt at a time" in text
+    assert "| homeai | 1/1 | 500.0 / 500.0 | 4,000.0 | 20.0 / 20.0 |" in text  # 2,000 tokens in 0.5 s
+    assert "| homeai | 20.0 | 30.0 / 57.3 | 1.50x / 2.87x |" in text

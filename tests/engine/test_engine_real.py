@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 
 from inference.engine import engine as engine_module
-from inference.engine.budget import StepCostModel
+from inference.engine.budget import StepCostModel, cells_attended
 from inference.engine.engine import Engine
 from inference.engine.events import DoneEvent, EngineEvent, FinalEvent, PhaseEvent, TokenEvent
 from inference.engine.runner import Runner, RunnerConfig, sampler_chain
@@ -318,7 +318,15 @@ def test_a_stall_target_sizes_chunks_from_what_this_machine_measured():
     assert sizing["decode_ms"] > 0 and sizing["prompt_token_ms"] > 0
     assert sizing["target_ms"] == pytest.approx(2.0 * sizing["decode_ms"])
     room = sizing["target_ms"] - sizing["decode_ms"]
-    assert sizing["chunk"] == min(max(int(room / sizing["prompt_token_ms"]), 16), 512 - n)
+    # The largest slice from the prompt's depth whose cost (per token, plus the cells it
+    # attends) fits the room; at least one token.
+    per_cell = sizing["attend_us_per_cell"] / 1000
+
+    def cost(c: int) -> float:
+        return c * sizing["prompt_token_ms"] + per_cell * cells_attended(sizing["prompt_depth"], c)
+
+    fits = max((c for c in range(1, 512) if cost(c) <= room), default=1)
+    assert sizing["chunk"] == pytest.approx(min(fits, 512 - n), abs=1)
 
 
 @pytest.mark.parametrize("policy", ["chunked", "continuous"])

@@ -72,7 +72,22 @@ class Command(BaseCommand):
             type=int,
             default=0,
             metavar="N",
-            help="also a scenario of three chats beside one N-token document, sent at once every round",
+            help="also a scenario of three chats writing, then one N-token document beside them, every round: "
+            "the chats' gaps while it is read against before it, and its TTFT",
+        )
+        parser.add_argument(
+            "--cotenant-chat-tokens",
+            type=int,
+            default=256,
+            metavar="N",
+            help="what each co-tenant chat writes (enough to outlast the document's reading)",
+        )
+        parser.add_argument(
+            "--long-prompt-tokens",
+            type=int,
+            default=0,
+            metavar="N",
+            help="also a scenario of one N-token prompt at a time (e.g. 2000), then its answer: TTFT and TPOT",
         )
         parser.add_argument(
             "--api-key", action="append", default=[], metavar="NAME=KEY", help="a target's key (or KEY for all)"
@@ -122,8 +137,11 @@ class Command(BaseCommand):
         if not model_path.is_file():
             raise CommandError(f"The model file {model_path} does not exist (python manage.py prepare_model).")
 
-        if opts["cotenant_doc_tokens"] < 0:
-            raise CommandError("--cotenant-doc-tokens must be 0 (none) or a number of tokens.")
+        for name in ("cotenant_doc_tokens", "long_prompt_tokens"):
+            if opts[name] < 0:
+                raise CommandError(f"--{name.replace('_', '-')} must be 0 (none) or a number of tokens.")
+        if opts["cotenant_chat_tokens"] < 1:
+            raise CommandError("--cotenant-chat-tokens must be 1 or more.")
         servers = []
         created = None
         try:
@@ -186,6 +204,8 @@ class Command(BaseCommand):
                 model_id=opts["model_id"],
                 warmup=not opts["no_warmup"],
                 cotenant_doc_tokens=opts["cotenant_doc_tokens"],
+                cotenant_chat_tokens=opts["cotenant_chat_tokens"],
+                long_prompt_tokens=opts["long_prompt_tokens"],
             )
             try:
                 result = serving.run(cfg, log=lambda msg: self.stderr.write(msg))

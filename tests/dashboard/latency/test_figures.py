@@ -123,6 +123,18 @@ def test_the_steps_chart_splits_prompt_and_decode_tokens():
     assert list(traces["decode"].y) == [3] * 6
     assert list(traces["ms"].y) == [20.0, 21.0, 22.0, 23.0, 24.0, 25.0]
     assert list(traces["ms"].customdata) == ["chunked"] * 3 + ["continuous"] * 3  # which schedule ran it
+    assert list(traces["predicted_ms"].y) == [None] * 6  # records without a prediction: no points
+
+
+def test_the_steps_chart_sets_the_predicted_step_time_beside_the_measured_one():
+    steps = [
+        {"t": T0, "ms": 18.0, "step_ms": 20.0, "predicted_ms": 21.5, "prefill": 16, "decode": 3, "seqs": [1]},
+        {"t": T0 + 0.02, "ms": 19.0, "step_ms": 21.0, "predicted_ms": None, "prefill": 0, "decode": 3, "seqs": [1]},
+    ]
+    traces = {t.meta: t for t in figures.steps_figure(steps).data}
+    assert list(traces["ms"].y) == [20.0, 21.0]  # the whole step, as the cost model learns it
+    assert list(traces["predicted_ms"].y) == [21.5, None]
+    assert traces["predicted_ms"].name == "Predicted step time"
 
 
 def test_the_why_chart_sets_each_measured_rate_beside_its_ceiling():
