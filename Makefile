@@ -65,8 +65,9 @@ messages: install
 	$(BIN)/python manage.py compilemessages -i .venv -i data
 
 # llama.cpp's own llama-server (and llama-bench, llama-batched-bench), built from the pinned
-# llama-cpp-python sdist's vendor/llama.cpp into build/llama.cpp/bin: the serving benchmark's peer
-# (manage.py bench_serving --llama-server). About 12 minutes on 2 cores, then cached.
+# llama-cpp-python sdist's vendor/llama.cpp with patches/llama.cpp applied, into build/llama.cpp/bin:
+# the serving benchmark's peer (manage.py bench_serving --llama-server). About 12 minutes on 2
+# cores, then cached. LLAMA_PATCHES=none builds it unpatched, into build/llama.cpp-unpatched/bin.
 llama-server:
 	@scripts/llama-server.sh
 

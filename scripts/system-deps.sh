@@ -16,6 +16,7 @@ have_cmd "$python" || need+=(python3)
 have_cmd cc || need+=(build-essential)
 have_cmd c++ || need+=(g++)
 have_cmd cmake || need+=(cmake)
+have_cmd patch || need+=(patch) # patches/llama.cpp
 have_cmd git || need+=(git)
 have_cmd redis-server || need+=(redis-server)
 have_cmd redis-cli || need+=(redis-tools)
