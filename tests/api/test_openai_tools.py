@@ -146,12 +146,12 @@ def test_harmless_fields_are_accepted_and_penalties_are_honoured(api):
 
     # Each penalty changes a greedy answer that repeats itself (a token already written is pushed down).
     def greedy(**penalty) -> str:
-        prompt = "Write the word cat twenty times, separated by spaces."
-        messages = [{"role": "user", "content": prompt}]
-        reply = api.chat.completions.create(model=MODEL, messages=messages, max_tokens=24, temperature=0, **penalty)
-        return reply.choices[0].message.content
+        prompt = "cat cat cat cat cat cat cat cat"
+        reply = api.completions.create(model=MODEL, prompt=prompt, max_tokens=16, temperature=0, **penalty)
+        return reply.choices[0].text
 
     plain = greedy()
+    assert plain.count("cat") >= 4, plain  # the plain answer repeats: there is something to penalise
     assert plain == greedy()  # greedy: the same text again without a penalty
     for penalty in ({"presence_penalty": 2.0}, {"frequency_penalty": 2.0}, {"extra_body": {"repeat_penalty": 2.0}}):
         assert greedy(**penalty) != plain, penalty
