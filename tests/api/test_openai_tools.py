@@ -146,13 +146,17 @@ def test_harmless_fields_are_accepted_and_penalties_are_honoured(api):
 
     # Each penalty changes a greedy answer that repeats itself (a token already written is pushed down).
     def greedy(**penalty) -> str:
-        prompt = "cat cat cat cat cat cat cat cat"
-        reply = api.completions.create(model=MODEL, prompt=prompt, max_tokens=16, temperature=0, **penalty)
+        # The base model (raw completions) writing freely repeats common words; ignore_eos: always 32 tokens.
+        prompt = "Once upon a time, in a small village by the sea, there lived"
+        extra_body = {"ignore_eos": True, **penalty.pop("extra_body", {})}
+        reply = api.completions.create(
+            model="gemma3:270m", prompt=prompt, max_tokens=32, temperature=0, extra_body=extra_body, **penalty
+        )
         return reply.choices[0].text
 
     plain = greedy()
-    assert plain.count("cat") >= 4, plain  # the plain answer repeats: there is something to penalise
-    assert plain == greedy()  # greedy: the same text again without a penalty
+    words = plain.split()
+    assert len(set(words)) < len(words), plain  # the plain answer repeats a word: something to penalise
     for penalty in ({"presence_penalty": 2.0}, {"frequency_penalty": 2.0}, {"extra_body": {"repeat_penalty": 2.0}}):
         assert greedy(**penalty) != plain, penalty
 
