@@ -174,8 +174,9 @@ class StepCostModel:
     def _prompt_token_costs(self) -> list[float]:
         """What a prompt token cost in each recent mixed step, past the decodes and attention."""
         out = []
+        bases: dict[int, float | None] = {}
         for step in list(self._mixed)[-WINDOW:]:
-            decode = self.decode_cost(step.n_decode, step.decode_cells)
+            decode = self._decode_cost(step.n_decode, step.decode_cells, bases)
             if decode is not None:
                 rest = step.ms - decode - self.attend_ms * step.prefill_cells
                 out.append(max(rest, 0.0) / step.n_prefill)
@@ -199,17 +200,22 @@ class StepCostModel:
 
     def decode_cost(self, n_decode: int, cells: int | None = None) -> float | None:
         """A decode-only step of n_decode tokens attending `cells` (default: the decodes' now)."""
+        return self._decode_cost(n_decode, self.decode_cells if cells is None else cells, {})
+
+    def _decode_cost(self, n_decode: int, cells: int, bases: dict[int, float | None]) -> float | None:
+        """decode_cost, with each decode count's base (a median) taken once per `bases`: a pass
+        over the recent mixed steps asks for the same few counts many times."""
         if n_decode <= 0:
             return 0.0
-        cells = self.decode_cells if cells is None else cells
-        base = self._base(n_decode)
-        if base is None:
-            if not self._decode:
-                return None
-            # tuple(): a copy, as status() reads this from the heartbeat thread
-            nearest = min(tuple(self._decode), key=lambda n: abs(n - n_decode))
-            base = self._base(nearest) * n_decode / nearest  # crude, soon replaced by data
-        return base + self.attend_ms * cells
+        if n_decode not in bases:
+            base = self._base(n_decode)
+            if base is None and self._decode:
+                # tuple(): a copy, as status() reads this from the heartbeat thread
+                nearest = min(tuple(self._decode), key=lambda n: abs(n - n_decode))
+                base = self._base(nearest) * n_decode / nearest  # crude, soon replaced by data
+            bases[n_decode] = base
+        base = bases[n_decode]
+        return None if base is None else base + self.attend_ms * cells
 
     def slice_cost(self, n_tokens: int, depth: int, per_token: float | None = None) -> float | None:
         """What a prompt slice of n_tokens from position `depth` adds to a step with decodes."""
@@ -239,8 +245,9 @@ class StepCostModel:
         attended; decode-only steps of one size: their cost against the cells attended."""
         slopes: list[tuple[float, float]] = []
         points = []
+        bases: dict[int, float | None] = {}
         for step in self._mixed:
-            decode = self.decode_cost(step.n_decode, step.decode_cells)
+            decode = self._decode_cost(step.n_decode, step.decode_cells, bases)
             if decode is not None:
                 per_token = (step.ms - decode) / step.n_prefill
                 points.append((step.prefill_cells / step.n_prefill, per_token, step.n_prefill))
