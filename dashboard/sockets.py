@@ -39,8 +39,10 @@ class SignedInGroupConsumer(AsyncJsonWebsocketConsumer):
         self.language = scope_language(self.scope)
         self.group = self.group_for(user)
         session = self.scope.get("session")
-        self.session_key = session.session_key if session else None
-        self.session_group = broadcast.session_group(self.session_key) if self.session_key else None
+        session_key = session.session_key if session else None
+        # Only the session's tag is kept and sent: the key itself never reaches Redis.
+        self.session_tag = broadcast.session_tag(session_key) if session_key else None
+        self.session_group = broadcast.session_group(session_key) if session_key else None
         self.account_group = broadcast.account_group(user.id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.channel_layer.group_add(self.account_group, self.channel_name)
@@ -61,7 +63,7 @@ class SignedInGroupConsumer(AsyncJsonWebsocketConsumer):
     async def account_signed_out(self, message: dict) -> None:
         """The person signed out everywhere, changed their password or was deactivated
         (broadcast.end_account_sessions): every socket closes but the changing session's own."""
-        if not message.get("keep") or message["keep"] != self.session_key:
+        if not message.get("keep") or message["keep"] != self.session_tag:
             await self.close(code=SIGNED_OUT)
 
     async def disconnect(self, code) -> None:
