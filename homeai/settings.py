@@ -261,6 +261,9 @@ HOMEAI_API_FRAME_MS = env_float("HOMEAI_API_FRAME_MS", 30.0, minimum=0.0)
 # Back-pressure: past this many answers waiting, a new message is refused with "busy".
 HOMEAI_MAX_WAITING = env_int("HOMEAI_MAX_WAITING", 16, minimum=1)
 HOMEAI_MAX_WAITING_PER_USER = env_int("HOMEAI_MAX_WAITING_PER_USER", 8, minimum=1)
+# Open chat and dashboard sockets per person in one web process (each dashboard socket reads the
+# database every 2 s): one more is closed with code 4429 and a reason.
+HOMEAI_MAX_SOCKETS_PER_PERSON = env_int("HOMEAI_MAX_SOCKETS_PER_PERSON", 16, minimum=1)
 HOMEAI_MAX_TOKENS = env_int("HOMEAI_MAX_TOKENS", 256, minimum=1)
 HOMEAI_MAX_TOKENS_LIMIT = env_int("HOMEAI_MAX_TOKENS_LIMIT", 2048, minimum=1)
 HOMEAI_MAX_PROMPT_CHARS = env_int("HOMEAI_MAX_PROMPT_CHARS", 32000, minimum=100)
