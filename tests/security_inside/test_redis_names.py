@@ -6,19 +6,13 @@ from __future__ import annotations
 
 import pytest
 from django.conf import settings
-from django.test import Client
 
 from inference import broadcast, redis_client
 from tests import factories
+from tests.dashboard.accounts.test_sign_out import signed_in
 from tests.support import ChatSocket
 
 pytestmark = [pytest.mark.integration]
-
-
-def signed_in(user) -> Client:
-    client = Client()
-    assert client.login(username=user.username, password=factories.PASSWORD)
-    return client
 
 
 def test_redis_lists_no_session_key_while_a_signed_in_socket_is_open(live_server_url, settled):
