@@ -101,8 +101,24 @@ def sign_out_everywhere(*, user, keep_session: str | None = None, keep_sockets_o
     transaction.on_commit(lambda: account_signed_out.send(sender=Account, user_id=user.pk, keep_session=keep))
 
 
-def user_set_active(*, user, active: bool) -> None:
+def may_manage(*, actor, person) -> bool:
+    """Whether actor may reset the password of, deactivate, activate or demote person: staff
+    manage everyone who is not staff, and themselves; only a superuser manages staff and
+    superusers (a reset link for the superuser would make a staff member the superuser)."""
+    return actor.is_superuser or actor.pk == person.pk or not (person.is_staff or person.is_superuser)
+
+
+def _check_may_manage(actor, person) -> None:
+    if not may_manage(actor=actor, person=person):
+        raise ClientError(
+            "forbidden",
+            gettext("Only a superuser can reset the password of, deactivate or change a staff account."),
+        )
+
+
+def user_set_active(*, actor, user, active: bool) -> None:
     """Deactivate (no sign-in, every session and socket ended) or activate an account."""
+    _check_may_manage(actor, user)
     get_user_model().objects.filter(pk=user.pk).update(is_active=active)
     if not active:
         sign_out_everywhere(user=user)
@@ -116,7 +132,8 @@ def user_set_limits(*, user, answers_per_day: int | None, tokens_per_day: int | 
     return account
 
 
-def password_reset_token(*, user) -> tuple[str, str]:
+def password_reset_token(*, actor, user) -> tuple[str, str]:
     """The (uidb64, token) of a link with which the person sets a new password (Django's reset
     token: it works until the password changes or PASSWORD_RESET_TIMEOUT passes)."""
+    _check_may_manage(actor, user)
     return urlsafe_base64_encode(force_bytes(user.pk)), default_token_generator.make_token(user)

@@ -23,7 +23,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 
 from api import checks, errors
-from api.auth import api_user, authenticate
+from api.auth import api_user, authenticate, bearer_token
 from api.errors import ApiError
 from api.openai import wire as openai_wire
 from api.relay import GenerationEvents, final_event
@@ -106,11 +106,22 @@ def _checked_answer(request: HttpRequest, parse, user) -> tuple[object, Generati
             code="no_worker",
         )
     load_only = getattr(req, "load_only", None)
+    keep_alive_s = getattr(req, "keep_alive_s", None)
+    if not controls_models(request, user):
+        if load_only:
+            raise ApiError(
+                403,
+                f"Only staff can {load_only} models, with their own API key. Send a prompt to use "
+                f"{model_name}: a worker loads it when it is needed.",
+                code="staff_only",
+                param="keep_alive",
+            )
+        keep_alive_s = None  # the server's default: 0 would unload the model for everyone, -1 pin it
     if load_only == "unload":
         registry.request_unload(model_name)
         return req, None
     if load_only == "load":
-        registry.send_load(model_name, req.keep_alive_s)
+        registry.send_load(model_name, keep_alive_s)
         return req, None
     try:
         generation = generations.generation_create_api(
@@ -122,12 +133,18 @@ def _checked_answer(request: HttpRequest, parse, user) -> tuple[object, Generati
             options=req.options,
             output=req.output.as_dict() if req.output else None,
             model_name=model_name,
-            keep_alive_s=getattr(req, "keep_alive_s", None),
+            keep_alive_s=keep_alive_s,
             t_arrive_ns=arrived_ns(request),
         )
     except ClientError as exc:
         raise errors.from_client_error(exc, req) from None
     return req, generation
+
+
+def controls_models(request: HttpRequest, user) -> bool:
+    """Whether the request may load or unload models (Ollama's empty prompt, keep_alive): a
+    staff member's API key. Anyone else's key, and the keyless LAN user, only use them."""
+    return user.is_staff and bearer_token(request) is not None
 
 
 def method_not_allowed(allowed: str) -> JsonResponse:

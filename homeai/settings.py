@@ -24,6 +24,9 @@ from infra.env import (
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# The files this process makes (the SQLite database, KV spill files, the secret key, logs) are
+# its account's alone: the NAS's other accounts and apps read none of them.
+os.umask(0o077)
 DATA_DIR = Path(env_str("HOMEAI_DATA_DIR", str(BASE_DIR / "data"))).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
@@ -41,11 +44,12 @@ def _secret_key() -> str:
     key = secrets.token_urlsafe(50)
     try:
         # O_EXCL: when web and worker start together, the first writer wins and the other reads.
-        with path.open("x") as fh:
-            fh.write(key)
-        path.chmod(0o600)
+        # 0600 from the start: no moment when another account could read it.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return path.read_text().strip()
+    with os.fdopen(fd, "w") as fh:
+        fh.write(key)
     return key
 
 
@@ -257,6 +261,9 @@ HOMEAI_API_FRAME_MS = env_float("HOMEAI_API_FRAME_MS", 30.0, minimum=0.0)
 # Back-pressure: past this many answers waiting, a new message is refused with "busy".
 HOMEAI_MAX_WAITING = env_int("HOMEAI_MAX_WAITING", 16, minimum=1)
 HOMEAI_MAX_WAITING_PER_USER = env_int("HOMEAI_MAX_WAITING_PER_USER", 8, minimum=1)
+# Open chat and dashboard sockets per person in one web process (each dashboard socket reads the
+# database every 2 s): one more is closed with code 4429 and a reason.
+HOMEAI_MAX_SOCKETS_PER_PERSON = env_int("HOMEAI_MAX_SOCKETS_PER_PERSON", 16, minimum=1)
 HOMEAI_MAX_TOKENS = env_int("HOMEAI_MAX_TOKENS", 256, minimum=1)
 HOMEAI_MAX_TOKENS_LIMIT = env_int("HOMEAI_MAX_TOKENS_LIMIT", 2048, minimum=1)
 HOMEAI_MAX_PROMPT_CHARS = env_int("HOMEAI_MAX_PROMPT_CHARS", 32000, minimum=100)

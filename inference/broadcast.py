@@ -17,6 +17,7 @@ import time
 import redis
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.utils.crypto import salted_hmac
 
 from inference import redis_client
 from inference.outage import OutageLog
@@ -35,9 +36,16 @@ def user_group(user_id: int) -> str:
     return f"user.{user_id}"
 
 
+def session_tag(session_key: str) -> str:
+    """A sign-in session's name on the bus: a keyed hash of its key (HMAC with SECRET_KEY), never
+    the key itself, since whoever can list Redis's channels (PUBSUB CHANNELS) or read its
+    messages would hold a live session cookie."""
+    return salted_hmac("homeai.session-group", session_key, algorithm="sha256").hexdigest()
+
+
 def session_group(session_key: str) -> str:
     """The sockets opened with one sign-in session (closed when it signs out)."""
-    return f"session.{session_key}"
+    return f"session.{session_tag(session_key)}"
 
 
 def account_group(user_id: int) -> str:
@@ -95,8 +103,10 @@ def end_session(session_key: str) -> None:
 
 def end_account_sessions(user_id: int, *, keep_session: str | None = None) -> None:
     """Close every socket of a person (signed out everywhere, password changed, deactivated),
-    except those of keep_session: the browser that changed the password stays signed in."""
-    _publish(account_group(user_id), {"type": ACCOUNT_SIGNED_OUT_TYPE, "keep": keep_session})
+    except those of keep_session: the browser that changed the password stays signed in. The
+    message names that session by its tag, as the sockets know it."""
+    keep = session_tag(keep_session) if keep_session else None
+    _publish(account_group(user_id), {"type": ACCOUNT_SIGNED_OUT_TYPE, "keep": keep})
 
 
 class Outbox:

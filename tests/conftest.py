@@ -162,6 +162,17 @@ def health(live_server_url, transactional_db):
 def api_key(make_user) -> str:
     """A real API key of the user "ada", made by the management command."""
     make_user("ada")
+    return created_key("ada")
+
+
+@pytest.fixture
+def staff_api_key(make_user) -> str:
+    """A real API key of the staff member "sam": loads and unloads models (api/answers.py)."""
+    make_user("sam", is_staff=True)
+    return created_key("sam")
+
+
+def created_key(username: str) -> str:
     out = io.StringIO()
-    call_command("create_api_key", "ada", "--name", "tests", stdout=out)
+    call_command("create_api_key", username, "--name", "tests", stdout=out)
     return out.getvalue().strip()

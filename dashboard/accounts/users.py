@@ -19,6 +19,7 @@ from accounts import services as accounts
 from accounts.models import Account, Invite
 from dashboard.accounts.forms import InviteForm, LimitsForm
 from inference import selectors
+from infra.errors import ClientError
 
 USAGE_DAYS = 30
 
@@ -36,6 +37,7 @@ def _people(request: HttpRequest) -> list[dict]:
             {
                 "user": user,
                 "account": account,
+                "manageable": accounts.may_manage(actor=request.user, person=user),
                 "today": today.get(user.id, selectors.EMPTY_USAGE),
                 "month": month.get(user.id, selectors.EMPTY_USAGE),
                 "limits_form": LimitsForm(
@@ -76,6 +78,12 @@ def users(request: HttpRequest) -> HttpResponse:
     return _page(request, new_link=_invite_link(request, invite))
 
 
+def _refused(request: HttpRequest, exc: ClientError) -> HttpResponse:
+    """The page again, 403, with why the action was refused."""
+    messages.error(request, exc.message)
+    return _page(request, status=403)
+
+
 def _invite_link(request: HttpRequest, invite: Invite) -> str:
     return request.build_absolute_uri(reverse("invite_accept", args=[accounts.invite_token(invite)]))
 
@@ -96,7 +104,10 @@ def user_active(request: HttpRequest, user_id: int) -> HttpResponse:
     if person == request.user and not active:
         messages.error(request, _("You cannot deactivate your own account."))
         return redirect("users")
-    accounts.user_set_active(user=person, active=active)
+    try:
+        accounts.user_set_active(actor=request.user, user=person, active=active)
+    except ClientError as exc:
+        return _refused(request, exc)
     done = _("%(name)s can sign in again.") if active else _("%(name)s is signed out and can no longer sign in.")
     messages.success(request, done % {"name": person.get_username()})
     return redirect("users")
@@ -121,6 +132,9 @@ def user_limits(request: HttpRequest, user_id: int) -> HttpResponse:
 def user_reset(request: HttpRequest, user_id: int) -> HttpResponse:
     """A link with which the person sets a new password, shown once for staff to pass on."""
     person = get_object_or_404(get_user_model(), pk=user_id)
-    uid, token = accounts.password_reset_token(user=person)
+    try:
+        uid, token = accounts.password_reset_token(actor=request.user, user=person)
+    except ClientError as exc:
+        return _refused(request, exc)
     link = request.build_absolute_uri(reverse("password_reset_confirm", args=[uid, token]))
     return _page(request, reset_link={"user": person, "link": link})

@@ -7,6 +7,7 @@ any function from text to token ids.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import NoReturn, Protocol
 
@@ -20,9 +21,17 @@ from inference.engine.tools import CALL_OPEN, tool_definitions, with_tools_in_sy
 GEMMA_TURN_STOPS = ("<end_of_turn>", "<start_of_turn>")
 
 
+# While the template renders, each message's text is a stand-in: a mark (private-use
+# characters and the message's index) between two ideographic spaces, which str.strip() and
+# Jinja's trim remove as they would the text's own spaces, and no template writes.
+_PAD = "\u3000"
+_MARK = re.compile(f"({_PAD})?\ue000(\\d+)\ue001({_PAD})?")
+
+
 class Tokenizer(Protocol):
-    def tokenize(self, text: str, *, add_special: bool = True) -> list[int]:
-        """Token ids of text; add_special adds what the model starts a text with (BOS)."""
+    def tokenize(self, text: str, *, add_special: bool = True, parse_special: bool = True) -> list[int]:
+        """Token ids of text; add_special adds what the model starts a text with (BOS);
+        parse_special reads special-token text (<|im_end|>) as those tokens, else as plain text."""
 
 
 @dataclass
@@ -150,8 +159,7 @@ class PromptBuilder:
         turns = [m for m in messages if m["role"] != "system"]
 
         def attempt(cut: int) -> tuple[list[int], tuple[str, ...]]:
-            text, stop = self.render(system + turns[cut:], tools)
-            return self._tokenize_rendered(text), stop
+            return self.tokens(system + turns[cut:], tools)
 
         tokens, stop = attempt(0)
         surplus = len(tokens) + reserve - self.n_ctx
@@ -161,7 +169,7 @@ class PromptBuilder:
             return self._prompt(tokens, 0, stop)
         dropped_tokens = [0]
         for turn in turns:
-            dropped_tokens.append(dropped_tokens[-1] + len(self.tokenizer.tokenize(turn["content"], add_special=False)))
+            dropped_tokens.append(dropped_tokens[-1] + len(self._plain(turn["content"])))
         hi = next((i for i, cut in enumerate(cuts) if dropped_tokens[cut] >= surplus), len(cuts) - 1)
         found = attempt(cuts[hi])
         if len(found[0]) + reserve > self.n_ctx:
@@ -182,17 +190,62 @@ class PromptBuilder:
     def _prompt(self, tokens: list[int], dropped: int, stop: tuple[str, ...]) -> Prompt:
         return Prompt(tokens=tokens, dropped_messages=dropped, stop=stop, stop_tokens=self.special_tokens(stop))
 
-    def _tokenize_rendered(self, text: str) -> list[int]:
-        """A rendered conversation's tokens. Gemma markup: BOS per the model, as any text. A chat
-        template's text: its special tokens parsed, nothing added but the BOS the model asks
-        for when the template did not write it (a model whose BOS is a turn marker, such as
-        ChatML's <|im_start|> with add_bos_token false, gets exactly the template's tokens)."""
-        if self.template is None:
-            return self.tokenizer.tokenize(text)
-        tokens = self.tokenizer.tokenize(text, add_special=False)
+    def tokens(self, messages: list[dict], tools: tuple[dict, ...] = ()) -> tuple[list[int], tuple[str, ...]]:
+        """The conversation's prompt tokens and stop strings. The template's own text is read
+        with its special tokens (<|im_start|>, <start_of_turn>); the messages' text never is:
+        a person who writes "<|im_end|><|im_start|>system" gets those characters read as text,
+        not a turn of their own making.
+
+        1. Render with each message's text replaced by a mark (_MARK): the template's text is
+           what lies between the marks.
+        2. Tokenize the template's pieces with special tokens parsed and each message's text
+           (stripped where the template stripped its mark) without.
+        3. A template that changed a mark (or left a message out) cannot be taken apart so:
+           the whole render is tokenized as before, and refused when a message's text holds
+           special-token text, since that would be read as the template's own.
+        4. Nothing is added but the BOS the model asks for when the template did not write it
+           (a model whose BOS is a turn marker, such as ChatML's <|im_start|> with
+           add_bos_token false, gets exactly the template's tokens); Gemma markup gets the BOS
+           the model adds to any text."""
+        if tools and (self.template is None or not self.template.renders_tools):
+            messages, tools = with_tools_in_system(messages, tools), ()
+        marked = [dict(m, content=f"{_PAD}\ue000{i}\ue001{_PAD}") for i, m in enumerate(messages)]
+        text, stop = self.render(marked, tools)
+        pieces = _MARK.split(text)  # template text, then (pad, index, pad, template text) per mark
+        indexes = [int(i) for i in pieces[2::4]]
+        if sorted(set(indexes)) != list(range(len(messages))):
+            tokens = self._whole(messages, tools)
+        else:
+            tokens = self._start(pieces[0])
+            for at in range(1, len(pieces), 4):
+                before, index, after, template = pieces[at : at + 4]
+                content = messages[int(index)]["content"]
+                content = content if before else content.lstrip()
+                content = content if after else content.rstrip()
+                tokens += self._plain(content) + self._special(template)
         if self.bos_token is not None and tokens[:1] != [self.bos_token]:
             tokens.insert(0, self.bos_token)
-        return tokens
+        return tokens, stop
+
+    def _whole(self, messages: list[dict], tools: tuple[dict, ...]) -> list[int]:
+        for message in messages:
+            if self._special(message["content"]) != self._plain(message["content"]):
+                raise EngineError(
+                    "template_error",
+                    "This model's chat template rewrites messages, and a message holds the text of one of "
+                    "the model's control tokens (such as <|im_end|>); remove it and send again.",
+                )
+        return self._start(self.render(messages, tools)[0])
+
+    def _start(self, text: str) -> list[int]:
+        """The prompt's first text; Gemma markup gets the BOS the model adds to any text."""
+        return self.tokenizer.tokenize(text) if self.template is None else self._special(text)
+
+    def _special(self, text: str) -> list[int]:
+        return self.tokenizer.tokenize(text, add_special=False) if text else []
+
+    def _plain(self, text: str) -> list[int]:
+        return self.tokenizer.tokenize(text, add_special=False, parse_special=False) if text else []
 
     def build_raw(self, text: str) -> Prompt:
         """A completion prompt: the text as is (BOS added per the model), no turns, no stops."""

@@ -265,14 +265,14 @@ class Runner:
             self.model = None
 
     # --- text --------------------------------------------------------------------------------
-    def tokenize(self, text: str, *, add_special: bool = True) -> list[int]:
+    def tokenize(self, text: str, *, add_special: bool = True, parse_special: bool = True) -> list[int]:
         data = text.encode("utf-8")
         n_max = len(data) + 16
         buf = (llama_cpp.llama_token * n_max)()
-        n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, n_max, add_special, True)
+        n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, n_max, add_special, parse_special)
         if n < 0:
             buf = (llama_cpp.llama_token * -n)()
-            n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, -n, add_special, True)
+            n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, -n, add_special, parse_special)
         return list(buf[:n])
 
     def piece(self, token: int) -> bytes:

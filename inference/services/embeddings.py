@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
+from django.db import transaction
 from django.utils.translation import gettext
 
 from inference.metrics import record_embedding
 from inference.models import EmbeddingBatch
-from inference.services.generations import check_daily_limits
+from inference.services.generations import check_daily_limits, lock_person
 from infra.errors import ClientError
 
 log = logging.getLogger(__name__)
@@ -18,20 +19,22 @@ log = logging.getLogger(__name__)
 def embedding_batch_create(*, user, client: str, model_name: str, inputs: int, t_arrive_ns: int) -> EmbeddingBatch:
     """A queued batch, once the person may send one: their daily limits (as for answers) and
     their place in line (as many waiting batches as answers, HOMEAI_MAX_WAITING_PER_USER)."""
-    check_daily_limits(user)
-    waiting = EmbeddingBatch.objects.filter(user=user, status=EmbeddingBatch.Status.QUEUED).count()
-    if waiting >= settings.HOMEAI_MAX_WAITING_PER_USER:
-        raise ClientError(
-            "busy",
-            gettext(
-                "You already have %(n)s embedding requests waiting, as many as one person may; "
-                "send this once one of them has ended."
+    with transaction.atomic():
+        lock_person(user)  # counted and written one request at a time (generations._check_room)
+        check_daily_limits(user)
+        waiting = EmbeddingBatch.objects.filter(user=user, status=EmbeddingBatch.Status.QUEUED).count()
+        if waiting >= settings.HOMEAI_MAX_WAITING_PER_USER:
+            raise ClientError(
+                "busy",
+                gettext(
+                    "You already have %(n)s embedding requests waiting, as many as one person may; "
+                    "send this once one of them has ended."
+                )
+                % {"n": waiting},
             )
-            % {"n": waiting},
+        return EmbeddingBatch.objects.create(
+            user=user, client=client, model_name=model_name, inputs=inputs, t_arrive_ns=t_arrive_ns
         )
-    return EmbeddingBatch.objects.create(
-        user=user, client=client, model_name=model_name, inputs=inputs, t_arrive_ns=t_arrive_ns
-    )
 
 
 def embedding_batch_claim(*, batch_id: int, worker: str) -> EmbeddingBatch | None:

@@ -8,6 +8,7 @@ import time
 
 import redis
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import formats, timezone
@@ -49,9 +50,9 @@ def generation_create(
         preset = selectors.default_preset(user=user)  # a new chat starts with the person's default preset
     changes = settings_changes(user=user, settings=settings, preset=preset)
     max_tokens, sampling = _answer_options(max_tokens, options)
-    _check_room(user)
     t_arrive_ns = time.time_ns()
     with transaction.atomic():
+        _check_room(user)
         if conversation_id is None:
             title = " ".join(text.split())[:TITLE_CHARS]
             conversation = Conversation.objects.create(user=user, title=title, **changes)
@@ -79,9 +80,9 @@ def generation_regenerate(*, user, message_id, max_tokens=None, options=None) ->
             "bad_request", gettext("Pick an answer, or the message it answers, to regenerate."), field="message"
         )
     max_tokens, sampling = _answer_options(max_tokens, options)
-    _check_room(user)
     t_arrive_ns = time.time_ns()
     with transaction.atomic():
+        _check_room(user)
         conversation = conversation_idle(user=user, conversation_id=message.conversation_id)
         return _answer(user, conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns)
 
@@ -94,9 +95,9 @@ def generation_edit(*, user, message_id, text, max_tokens=None, options=None) ->
         raise ClientError("bad_request", gettext("Only your own messages can be edited."), field="message")
     text = validate_text(text)
     max_tokens, sampling = _answer_options(max_tokens, options)
-    _check_room(user)
     t_arrive_ns = time.time_ns()
     with transaction.atomic():
+        _check_room(user)
         conversation = conversation_idle(user=user, conversation_id=message.conversation_id)
         prompt = Message.objects.create(
             conversation=conversation, parent_id=message.parent_id, role=Message.Role.USER, content=text
@@ -186,10 +187,10 @@ def generation_create_api(
             raise ClientError("bad_request", "The last message must come from the user (or system).", field="messages")
     max_tokens = validate_max_tokens(max_tokens)
     sampling = validate_sampling(options)
-    _check_room(user)
     t_arrive_ns = t_arrive_ns or time.time_ns()
     title = f"API · {client}: " + " ".join(turns[-1]["content"].split())[:TITLE_CHARS]
     with transaction.atomic():
+        _check_room(user)
         conversation = Conversation.objects.create(user=user, title=title[:120], source=Conversation.Source.API)
         last = None
         for turn in turns:
@@ -211,9 +212,21 @@ def generation_create_api(
 
 def _check_room(user) -> None:
     """The one check every new answer passes, from the chat and the API alike: the person's
-    daily limits, then room in the line. Refused, no row is written and nothing starts."""
+    daily limits, then room in the line. Refused, no row is written and nothing starts.
+
+    Called inside the transaction that writes the answer, with the person's row locked
+    (lock_person): a burst of requests sent together is counted one after the other, so no
+    more than the limit get in."""
+    lock_person(user)
     check_daily_limits(user)
     _check_waiting_limit(user)
+
+
+def lock_person(user) -> None:
+    """Hold the person's user row until the transaction ends: their next request waits here
+    for this one's rows. PostgreSQL locks the row (FOR UPDATE); SQLite takes the database's
+    write lock when the transaction begins (IMMEDIATE, infra.env.database_config)."""
+    list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk", flat=True))
 
 
 def check_daily_limits(user) -> None:

@@ -167,6 +167,7 @@
    *   onState:  fn(state, {reconnected})  after every change; reconnected: an open that follows a lost connection
    * send(frame) sends JSON and says whether the socket was open; `open` says whether it is now. */
   const SIGNED_OUT = 4401;  // dashboard.sockets: the server closes a socket whose session signed out
+  const TOO_MANY = 4429;  // dashboard.sockets: this person has as many sockets open as they may
 
   class ReconnectingSocket {
     constructor(path, { handlers = {}, status = null, labels = {}, onState = null, minDelayMs = 1000, maxDelayMs = 10000 } = {}) {
@@ -208,6 +209,7 @@
           return;
         }
         this.setState(this.everConnected ? "reconnecting" : "connecting", { reconnected: false });
+        if (event.code === TOO_MANY) this.delay = this.maxDelayMs;  // slowly: another tab may close
         this.retryTimer = setTimeout(() => this.connect(), this.delay);
         this.delay = Math.min(this.delay * 2, this.maxDelayMs);
       });

@@ -47,6 +47,12 @@ def client(live_server_url, worker, settled, api_key) -> ollama.Client:
     return ollama.Client(host=live_server_url, headers={"Authorization": f"Bearer {api_key}"}, timeout=180)
 
 
+@pytest.fixture
+def staff_client(live_server_url, worker, settled, staff_api_key) -> ollama.Client:
+    """The official client with a staff member's key: loading and unloading models is theirs."""
+    return ollama.Client(host=live_server_url, headers={"Authorization": f"Bearer {staff_api_key}"}, timeout=180)
+
+
 def test_it_streams_a_chat_with_ollamas_fields_and_durations_from_our_phases(client):
     parts = list(client.chat(model=MODEL, messages=[{"role": "user", "content": STORY}], stream=True, options=GREEDY))
     assert all(p.model == MODEL and p.created_at for p in parts)
@@ -77,7 +83,7 @@ def test_it_answers_a_chat_whole_and_a_generate_streamed_whole_and_raw(client):
     assert Generation.objects.latest("id").raw_prompt
 
 
-def test_it_lists_its_models_and_tells_what_runs_and_what_a_model_can_do(client, live_server_url):
+def test_it_lists_its_models_and_tells_what_runs_and_what_a_model_can_do(client, staff_client, live_server_url):
     listed = client.list().models
     assert [m.model for m in listed][0] == MODEL
     assert listed[0].size > 0 and listed[0].details.format == "gguf" and listed[0].details.family == "llama"
@@ -87,11 +93,13 @@ def test_it_lists_its_models_and_tells_what_runs_and_what_a_model_can_do(client,
     client.chat(model=MODEL, messages=[{"role": "user", "content": "Hi"}], options={"num_predict": 1})
     assert MODEL in [m.model for m in client.ps().models]
     assert httpx.get(live_server_url + "/api/version").json()["version"]
-    loaded = client.chat(model=MODEL)  # no messages: Ollama's "load the model"
+    loaded = staff_client.chat(model=MODEL)  # no messages: Ollama's "load the model"
     assert loaded.done and loaded.done_reason == "load"
 
 
-def test_a_request_with_nothing_to_answer_loads_the_model_and_keep_alive_0_unloads_it(client):
+def test_a_request_with_nothing_to_answer_loads_the_model_and_keep_alive_0_unloads_it(staff_client):
+    client = staff_client
+
     def held() -> bool:
         return MODEL in [m.model for m in client.ps().models]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -12,16 +13,21 @@ from inference.engine.prompt import GEMMA_TURN_STOPS, ChatTemplate, PromptBuilde
 BOS = 1
 
 
+SPECIAL = re.compile(r"(<s>|</s>|<\|im_start\|>|<\|im_end\|>|<start_of_turn>|<end_of_turn>)")
+
+
 class WordTokenizer:
-    """One token per whitespace-separated word; markup glued to a word makes a new word."""
+    """One token per whitespace-separated word; special tokens' text is a token of its own (as
+    llama.cpp reads it) when parse_special, else part of the word it is glued to."""
 
     def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
+        self.ids: dict[str, int] = {"<s>": BOS}
 
-    def tokenize(self, text: str, *, add_special: bool = True) -> list[int]:
-        written_bos = text.startswith("<s>")  # special tokens in the text are parsed, as llama.cpp does
-        words = [self.ids.setdefault(word, len(self.ids) + 2) for word in text.removeprefix("<s>").split()]
-        return [BOS, *words] if add_special or written_bos else words
+    def tokenize(self, text: str, *, add_special: bool = True, parse_special: bool = True) -> list[int]:
+        parts = SPECIAL.split(text) if parse_special else [text]
+        words = [word for i, part in enumerate(parts) for word in ([part] if i % 2 else part.split())]
+        tokens = [self.ids.setdefault(word, len(self.ids) + 2) for word in words]
+        return [BOS, *tokens] if add_special and tokens[:1] != [BOS] else tokens
 
 
 def conversation(*contents: str) -> list[dict]:
@@ -74,8 +80,8 @@ class CountingTokenizer(WordTokenizer):
         super().__init__()
         self.words = 0  # words tokenized, all calls together
 
-    def tokenize(self, text: str, *, add_special: bool = True) -> list[int]:
-        tokens = super().tokenize(text, add_special=add_special)
+    def tokenize(self, text: str, *, add_special: bool = True, parse_special: bool = True) -> list[int]:
+        tokens = super().tokenize(text, add_special=add_special, parse_special=parse_special)
         self.words += len(tokens)
         return tokens
 
