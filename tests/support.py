@@ -25,6 +25,8 @@ BIN = Path(sys.executable).parent
 LOG_DIR = Path(settings.DATA_DIR) / "logs"
 
 DONE_TYPES = ("generation.done", "generation.error")
+# What Prometheus sends: /metrics is closed to anyone else but signed-in staff.
+METRICS_AUTH = {"Authorization": f"Bearer {settings.HOMEAI_METRICS_TOKEN}"}
 
 CHROMIUM = "/usr/bin/chromium"
 # Headless, as root, on a machine whose network reaches only localhost.
