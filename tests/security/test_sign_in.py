@@ -1,0 +1,42 @@
+"""Password guessing through every sign-in page, from addresses a client makes up: stopped at the
+account's limit, and a made-up X-Forwarded-For from anyone but the proxy is not believed."""
+
+from __future__ import annotations
+
+from infra import throttle
+from tests import factories
+from tests.security.conftest import sign_in
+
+PAGES = ("/admin/login/", "/accounts/login/")
+# Behind the TLS proxy (this machine: HOMEAI_TRUSTED_PROXIES' default), over plain HTTP here.
+BEHIND_PROXY = {"HOMEAI_BEHIND_TLS_PROXY": "1", "HOMEAI_SECURE_COOKIES": "0"}
+
+
+def test_spraying_one_account_over_both_sign_in_pages_from_rotating_addresses_stops_at_its_limit(start_web):
+    factories.user("root", is_staff=True, is_superuser=True)
+    web = start_web(**BEHIND_PROXY)
+    for guess in range(throttle.PER_ACCOUNT):
+        page = PAGES[guess % 2]
+        hop = {"X-Forwarded-For": f"203.0.113.{guess + 1}"}  # each try a "new" client, as the proxy says
+        assert sign_in(web.url, page, "root", f"guess {guess}", hop) == 200, page  # the form again
+    for page in PAGES:  # the right password, from yet another address: not even checked
+        assert sign_in(web.url, page, "root", factories.PASSWORD, {"X-Forwarded-For": "198.51.100.7"}) == 429, page
+
+
+def test_an_other_person_still_signs_in_from_the_proxys_address_after_a_guest_used_up_its_tries(start_web):
+    factories.user("guest-target")
+    factories.user("dad")
+    web = start_web(**BEHIND_PROXY)
+    for guess in range(throttle.PER_CLIENT):  # one device behind the proxy, sent without its address
+        sign_in(web.url, PAGES[1], f"name-{guess}", "guess")
+    assert sign_in(web.url, PAGES[1], "dad", factories.PASSWORD) == 302  # the house is not locked out
+
+
+def test_a_made_up_forwarded_for_from_a_client_that_is_not_the_proxy_is_ignored(start_web):
+    factories.user("mum")
+    web = start_web(**BEHIND_PROXY, HOMEAI_TRUSTED_PROXIES="192.0.2.1")  # the proxy is elsewhere
+    for guess in range(throttle.PER_CLIENT):  # many names, each try claiming another address
+        hop = {"X-Forwarded-For": f"192.168.1.{guess + 1}"}
+        assert sign_in(web.url, PAGES[guess % 2], f"name-{guess}", "guess", hop) == 200
+    # Counted against this client's real address: it is refused, whatever it claims next.
+    assert sign_in(web.url, PAGES[1], "mum", factories.PASSWORD, {"X-Forwarded-For": "192.168.1.200"}) == 429
