@@ -19,6 +19,11 @@ FORWARDED_FOR = b"x-forwarded-for"
 FORWARDED_PROTO = b"x-forwarded-proto"
 
 
+def is_proxy(address: str) -> bool:
+    """Whether a peer is the TLS proxy the admin said is in front (its headers are believed)."""
+    return settings.HOMEAI_BEHIND_TLS_PROXY and addresses.within(address, settings.HOMEAI_TRUSTED_PROXIES)
+
+
 def _rightmost(values: list[bytes]) -> str:
     return b",".join(values).decode("latin-1").rsplit(",", 1)[-1].strip()
 
@@ -37,7 +42,7 @@ def from_proxy(scope: dict) -> dict:
         return scope
     scope = {**scope, "headers": kept}
     peer = (scope.get("client") or ("", 0))[0]
-    if not settings.HOMEAI_BEHIND_TLS_PROXY or not addresses.within(peer, settings.HOMEAI_TRUSTED_PROXIES):
+    if not is_proxy(peer):
         return scope
     if claimed[FORWARDED_FOR] and addresses.parse(hop := _rightmost(claimed[FORWARDED_FOR])) is not None:
         scope["client"] = (str(addresses.parse(hop)), 0)

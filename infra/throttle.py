@@ -6,8 +6,8 @@ Failures are counted in Redis (every web process shares them) for WINDOW_S, thre
 - per account name, from any address (PER_ACCOUNT): spraying one account from many addresses,
   or through a proxy whose X-Forwarded-For is rotated;
 - per client, any names (PER_CLIENT): one device trying many accounts, or many API keys. Not for
-  the trusted proxies' own addresses: where the proxy does not say who its client is, every person
-  comes from it, and one guest could lock out the house.
+  the TLS proxy's own address (infra/forwarded.py): where the proxy does not say who its client
+  is, every person comes from it, and one guest could lock out the house.
 A client is an IPv4 address or an IPv6 /64 (a host picks any address in its /64). Past a limit,
 no password or key is checked until the window passes. A lock-out is that account's or that
 client's alone; a sign-in that succeeds clears its account's counts.
@@ -19,7 +19,7 @@ import redis
 from django.conf import settings
 from django.http import HttpRequest
 
-from infra import addresses
+from infra import addresses, forwarded
 
 WINDOW_S = 15 * 60
 PER_CLIENT_ACCOUNT = 5  # failures from one client for one account name
@@ -45,7 +45,7 @@ def _limits(request: HttpRequest, username: str) -> dict[str, int]:
     """Every count this request adds to, keys to limits."""
     limits = _account_limits(request, username)
     address = request.META.get("REMOTE_ADDR", "")
-    if not addresses.within(address, settings.HOMEAI_TRUSTED_PROXIES):
+    if not forwarded.is_proxy(address):
         limits[f"{PREFIX}:{addresses.client_key(address)}"] = PER_CLIENT
     return limits
 

@@ -14,9 +14,10 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
 
+from inference import redis_client
 from inference.model_library import ensure_bundled_models
 from inference.models import Generation
-from infra import dbthreads
+from infra import dbthreads, throttle
 from tests import factories
 from tests.support import ChatSocket, WorkerProcess, session_cookie, start_daphne, wait_until
 
@@ -52,6 +53,20 @@ def _kept_connections_closed():
     test that used them in this process: the next test may not be allowed the database."""
     yield
     dbthreads.close_kept_connections()
+
+
+@pytest.fixture
+def no_failed_sign_ins():
+    """No failed sign-in or API key counted (infra/throttle.py), before the test and after it."""
+
+    def wipe():
+        r = redis_client.client()
+        if keys := list(r.scan_iter(match=throttle.PREFIX + ":*")):
+            r.delete(*keys)
+
+    wipe()
+    yield
+    wipe()
 
 
 @pytest.fixture

@@ -10,8 +10,6 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from inference import redis_client
-from infra import throttle
 from tests.support import start_daphne
 
 
@@ -47,17 +45,8 @@ def start_web(transactional_db):
 
 
 @pytest.fixture(autouse=True)
-def no_failures_counted():
+def _counts_cleared(no_failed_sign_ins):
     """Every test starts, and leaves, with no failed sign-in counted."""
-
-    def wipe():
-        r = redis_client.client()
-        if keys := list(r.scan_iter(match=throttle.PREFIX + ":*")):
-            r.delete(*keys)
-
-    wipe()
-    yield
-    wipe()
 
 
 CSRF_FIELD = re.compile(rb'name="csrfmiddlewaretoken" value="([^"]+)"')

@@ -3,6 +3,8 @@ account's limit, and a made-up X-Forwarded-For from anyone but the proxy is not 
 
 from __future__ import annotations
 
+import httpx
+
 from infra import throttle
 from tests import factories
 from tests.security.conftest import sign_in
@@ -40,3 +42,14 @@ def test_a_made_up_forwarded_for_from_a_client_that_is_not_the_proxy_is_ignored(
         assert sign_in(web.url, PAGES[guess % 2], f"name-{guess}", "guess", hop) == 200
     # Counted against this client's real address: it is refused, whatever it claims next.
     assert sign_in(web.url, PAGES[1], "mum", factories.PASSWORD, {"X-Forwarded-For": "192.168.1.200"}) == 429
+
+
+def test_guessing_api_keys_counts_with_passwords_and_stops_at_the_clients_limit(start_web):
+    factories.user("mum")
+    web = start_web()
+    for guess in range(throttle.PER_CLIENT - 1):
+        key = {"Authorization": f"Bearer hai_guess-{guess}"}
+        assert httpx.get(web.url + "/v1/models", headers=key, timeout=60).status_code == 401
+    assert sign_in(web.url, PAGES[1], "mum", "a guess") == 200  # the client's last try
+    refused = httpx.get(web.url + "/v1/models", headers={"Authorization": "Bearer hai_one-more"}, timeout=60)
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_failures"

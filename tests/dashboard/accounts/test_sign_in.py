@@ -5,22 +5,13 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from inference import redis_client
 from infra import throttle
 from tests import factories
 
 
 @pytest.fixture
-def clean_counts(db):
-    def wipe():
-        r = redis_client.client()
-        keys = list(r.scan_iter(match="homeai:login-failures:*"))
-        if keys:
-            r.delete(*keys)
-
-    wipe()
-    yield
-    wipe()
+def clean_counts(db, no_failed_sign_ins):
+    """The database, and no failed sign-in counted."""
 
 
 def sign_in(client: Client, username: str, password: str):
