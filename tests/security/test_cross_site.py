@@ -77,3 +77,13 @@ def test_the_keyless_api_still_answers_a_client_on_the_home_network(start_web):
         web.url + "/api/generate", content=json.dumps(PROMPT), timeout=60, headers={"Content-Type": "text/plain"}
     )
     assert refused.status_code == 403 and "application/json" in refused.json()["error"]
+
+
+def test_a_rebound_dns_name_gets_no_page(start_web):
+    """A site that points its own name at the server's address, to read its pages as same-origin."""
+    factories.user("household")
+    web = start_web()
+    assert (
+        httpx.get(web.url + "/accounts/login/", headers={"Host": "rebind.example:8000"}, timeout=60).status_code == 400
+    )
+    assert httpx.get(web.url + "/accounts/login/", timeout=60).status_code == 200

@@ -53,3 +53,14 @@ def test_guessing_api_keys_counts_with_passwords_and_stops_at_the_clients_limit(
     assert sign_in(web.url, PAGES[1], "mum", "a guess") == 200  # the client's last try
     refused = httpx.get(web.url + "/v1/models", headers={"Authorization": "Bearer hai_one-more"}, timeout=60)
     assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_failures"
+
+
+def test_behind_the_proxy_https_answers_carry_hsts_and_secure_cookies_and_a_client_cannot_ask_for_them(start_web):
+    factories.user("mum")
+    web = start_web(HOMEAI_BEHIND_TLS_PROXY="1", HOMEAI_TRUSTED_PROXIES="127.0.0.1")
+    page = httpx.get(web.url + PAGES[1], headers={"X-Forwarded-Proto": "https"}, timeout=60)
+    assert page.headers["Strict-Transport-Security"].startswith("max-age=31536000")
+    assert "secure" in page.headers["Set-Cookie"].lower()
+    other = start_web(HOMEAI_BEHIND_TLS_PROXY="1", HOMEAI_TRUSTED_PROXIES="192.0.2.1")  # we are not the proxy
+    page = httpx.get(other.url + PAGES[1], headers={"X-Forwarded-Proto": "https"}, timeout=60)
+    assert "Strict-Transport-Security" not in page.headers
