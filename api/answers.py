@@ -51,7 +51,7 @@ def read_body(request: HttpRequest) -> dict:
     try:
         raw = request.body
     except RequestDataTooBig:
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        limit = settings.HOMEAI_MAX_BODY_API  # homeai/bodylimit.py refuses larger bodies as they are read
         raise ApiError(413, f"The request body is larger than the {limit:,} bytes this server accepts.") from None
     return checks.parse_body(raw)
 

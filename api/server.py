@@ -23,7 +23,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
 from api.answers import keyed_read, serving_state
-from api.auth import metrics_token_ok
+from api.auth import metrics_allowed
 from inference import model_library, redis_client
 from inference.catalog import default_model
 from inference.dispatch import registry
@@ -177,9 +177,14 @@ async def slots(request: HttpRequest) -> HttpResponse:
 
 @never_cache
 def metrics(request: HttpRequest) -> HttpResponse:
-    """Prometheus exposition, built from Redis (so right with any number of web and worker processes)."""
-    if not metrics_token_ok(request, settings.HOMEAI_METRICS_TOKEN):
-        response = HttpResponse("A bearer token is required: see HOMEAI_METRICS_TOKEN.\n", status=401)
+    """Prometheus exposition, built from Redis (so right with any number of web and worker
+    processes): for staff, or Prometheus with the token (metrics_allowed)."""
+    if not metrics_allowed(request, settings.HOMEAI_METRICS_TOKEN):
+        response = HttpResponse(
+            "Sign in as staff, or send the token set in HOMEAI_METRICS_TOKEN as a bearer token "
+            "(Prometheus: authorization: {credentials: ...}).\n",
+            status=401,
+        )
         response["WWW-Authenticate"] = 'Bearer realm="HomeAI metrics"'
         return response
     body, content_type = exposition()

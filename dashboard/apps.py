@@ -1,8 +1,9 @@
 from django.apps import AppConfig
-from django.contrib.auth.signals import user_logged_out
+from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
 
 from accounts.signals import account_signed_out
 from inference import broadcast
+from infra import throttle
 
 
 def _close_sockets(sender, request, user, **kwargs) -> None:
@@ -17,10 +18,23 @@ def _close_account_sockets(sender, user_id, keep_session, **kwargs) -> None:
     broadcast.end_account_sessions(user_id, keep_session=keep_session)
 
 
+def _count_failure(sender, credentials, request=None, **kwargs) -> None:
+    """A password that failed, on any sign-in form (ours, the admin's): one count for all."""
+    if request is not None:
+        throttle.failed(request, credentials.get("username") or "")
+
+
+def _clear_failures(sender, request, user, **kwargs) -> None:
+    if request is not None:
+        throttle.succeeded(request, user.get_username())
+
+
 class DashboardConfig(AppConfig):
     name = "dashboard"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        user_login_failed.connect(_count_failure, dispatch_uid="homeai-count-sign-in-failure")
+        user_logged_in.connect(_clear_failures, dispatch_uid="homeai-clear-sign-in-failures")
         user_logged_out.connect(_close_sockets, dispatch_uid="homeai-close-sockets")
         account_signed_out.connect(_close_account_sockets, dispatch_uid="homeai-close-account-sockets")

@@ -209,8 +209,12 @@ case "$cmd" in
     # Until an account exists, the log carries the one-time link that creates the admin account.
     python manage.py setup_link --base-url "${HOMEAI_PUBLIC_URL:-http://SERVER:${PORT:-8000}}" ||
       log "could not print the setup link (is the database migrated?)"
-    # X-Forwarded-* headers are believed only behind the proxy the admin said is there.
-    case "${HOMEAI_BEHIND_TLS_PROXY:-}" in 1 | true | yes | on) set -- --proxy-headers "$@" ;; esac
+    if [ -z "${HOMEAI_PUBLIC_URL:-}" ] && [ -z "${ALLOWED_HOSTS:-}" ]; then
+      log "HOMEAI_PUBLIC_URL is not set: this server answers only to its container's own names and addresses." \
+        "Set it to the address people open (e.g. http://192.168.1.10:${PORT:-8000}), or list the names in ALLOWED_HOSTS."
+    fi
+    # No --proxy-headers: daphne would take X-Forwarded-For's leftmost hop from any client.
+    # HOMEAI_BEHIND_TLS_PROXY and HOMEAI_TRUSTED_PROXIES decide it in the app (infra/forwarded.py).
     exec daphne -b "${HOST:-0.0.0.0}" -p "${PORT:-8000}" "$@" homeai.asgi:application
     ;;
   worker)

@@ -1,4 +1,6 @@
-"""ASGI entry point: Django views over HTTP, Channels consumers over WebSocket."""
+"""ASGI entry point: Django views over HTTP, Channels consumers over WebSocket, behind the
+proxy-header check (infra/forwarded.py), with request bodies capped as daphne reads them
+(homeai/bodylimit.py)."""
 
 from __future__ import annotations
 
@@ -14,16 +16,21 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from homeai.api_handler import ApiHandler, split_by_path  # noqa: E402
-from homeai.origin import SameOriginMiddleware  # noqa: E402
+from homeai.bodylimit import limit_request_bodies  # noqa: E402
 from homeai.routing import websocket_urlpatterns  # noqa: E402
 from infra.arrival import ArrivalStampMiddleware  # noqa: E402
+from infra.forwarded import ProxyHeadersMiddleware  # noqa: E402
+from infra.origin import SameOriginMiddleware  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {
-        # The machine APIs skip the browser middleware (api_handler.py says why).
-        "http": ArrivalStampMiddleware(split_by_path(django_asgi_app, ApiHandler())),
-        "websocket": SameOriginMiddleware(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-    }
+limit_request_bodies()
+application = ProxyHeadersMiddleware(
+    ProtocolTypeRouter(
+        {
+            # The machine APIs skip the browser middleware (api_handler.py says why).
+            "http": ArrivalStampMiddleware(split_by_path(django_asgi_app, ApiHandler())),
+            "websocket": SameOriginMiddleware(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        }
+    )
 )
 
 # Everything loaded so far lives as long as the process: out of the cyclic collector's way, so

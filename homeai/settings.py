@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import plotly
 from django.core.exceptions import ImproperlyConfigured
 
 from inference.engine.policies import POLICIES
 from inference.engine.sizing import MAX_AUTO_SLOTS
+from infra import addresses
 from infra.env import (
     SQLITE_ENGINE,
     database_config,
@@ -55,10 +57,27 @@ def _secret_key() -> str:
 
 SECRET_KEY = _secret_key()
 DEBUG = env_bool("DEBUG", False)
-# A home LAN reaches the box by IP, mDNS name or a reverse proxy's name: accept any Host by
-# default. Cross-site requests are still refused: CSRF checks Origin against Host, and the
-# WebSocket origin check (homeai.origin) demands the same.
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["*"])
+# The address people open, as the setup link shows it (e.g. http://192.168.1.10:8000 or
+# https://ai.example.org behind a TLS proxy): its host is one this server answers to.
+HOMEAI_PUBLIC_URL = env_str("HOMEAI_PUBLIC_URL").strip()
+
+
+def _public_host() -> list[str]:
+    if not HOMEAI_PUBLIC_URL:
+        return []
+    parts = urlsplit(HOMEAI_PUBLIC_URL)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ImproperlyConfigured(
+            f"HOMEAI_PUBLIC_URL={HOMEAI_PUBLIC_URL!r} is not an address to open; write it as http://HOST:PORT."
+        )
+    return [f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname]
+
+
+# The names this server answers to: by default the setup link's host and this machine's own names
+# and addresses (localhost, its host name and name.local, every interface's address). A page on a
+# name outside them (a DNS-rebinding site that points its name at the box) is refused with 400.
+# ALLOWED_HOSTS lists them instead (* for any).
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", []) or [*_public_host(), *addresses.own_hosts()]
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
@@ -152,8 +171,26 @@ SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("HOMEAI_BEHIND_TLS_PROXY") else None
-SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("HOMEAI_SECURE_COOKIES", False)
+# Behind a TLS reverse proxy: its X-Forwarded-For and X-Forwarded-Proto are believed from the
+# proxy's own addresses only (HOMEAI_TRUSTED_PROXIES: addresses or networks; this machine by
+# default), and only their rightmost hop (infra/forwarded.py sets the request's client and scheme).
+HOMEAI_BEHIND_TLS_PROXY = env_bool("HOMEAI_BEHIND_TLS_PROXY")
+try:
+    HOMEAI_TRUSTED_PROXIES = addresses.networks(
+        env_list("HOMEAI_TRUSTED_PROXIES", list(addresses.LOOPBACK)), setting="HOMEAI_TRUSTED_PROXIES"
+    )
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+# There, cookies are sent over HTTPS only and browsers told to use nothing else (HSTS; sent on
+# HTTPS responses only, so a LAN address opened over plain HTTP is not affected).
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("HOMEAI_SECURE_COOKIES", HOMEAI_BEHIND_TLS_PROXY)
+SECURE_HSTS_SECONDS = env_int("HOMEAI_HSTS_SECONDS", 31_536_000 if HOMEAI_BEHIND_TLS_PROXY else 0, minimum=0)
+
+# Request bodies, capped as they are read (homeai/bodylimit.py): the machine APIs' (/v1/, /api/),
+# and every other route's (forms and the pages' JSON). No route takes file uploads.
+HOMEAI_MAX_BODY_API = env_int("HOMEAI_MAX_BODY_API", 4 * 2**20, minimum=1024)
+HOMEAI_MAX_BODY_FORM = env_int("HOMEAI_MAX_BODY_FORM", 2**20, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(HOMEAI_MAX_BODY_API, HOMEAI_MAX_BODY_FORM)
 
 # --- Redis: Celery broker and the Channels layer ---------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -275,7 +312,8 @@ HOMEAI_TEMPERATURE = env_float("HOMEAI_TEMPERATURE", 0.7, minimum=0.0)
 HOMEAI_SEED = env_int("HOMEAI_SEED", -1)
 # How long a worker may stay silent before its running answers are declared interrupted.
 HOMEAI_WORKER_TTL = env_int("HOMEAI_WORKER_TTL", 4, minimum=2, maximum=600)
-# /metrics: when set, Prometheus must send it as a bearer token (may come from HOMEAI_METRICS_TOKEN_FILE).
+# /metrics: for signed-in staff, or a scraper sending this as a bearer token (Prometheus:
+# authorization: {credentials: ...}); may come from HOMEAI_METRICS_TOKEN_FILE. Unset: staff only.
 HOMEAI_METRICS_TOKEN = env_str("HOMEAI_METRICS_TOKEN")
 # The Ollama API (/api/*) without an API key: off unless this names an existing user, whose
 # answers such requests then are, and only from loopback or private (LAN) addresses. Many

@@ -26,8 +26,10 @@ urlpatterns = [
     path("props", server.props, name="props"),
     path("slots", server.slots, name="slots"),
     path("healthz/web", server.healthz_web, name="healthz-web"),
-    path("accounts/login/", account_views.ThrottledLoginView.as_view(), name="login"),
+    path("accounts/login/", account_views.sign_in, name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # The admin's own sign-in, behind the same throttle (its URL name stays the admin's).
+    path("admin/login/", account_views.guarded(admin.site.login)),
     path("admin/", admin.site.urls),
     path("i18n/catalog.js", JavaScriptCatalog.as_view(), name="javascript_catalog"),
 ]

@@ -8,7 +8,7 @@ PORT=${PORT:-8000}
 
 scripts/ensure-redis.sh
 "$BIN/python" manage.py migrate --noinput
-"$BIN/python" manage.py setup_link --base-url "http://localhost:$PORT"
+"$BIN/python" manage.py setup_link --base-url "${HOMEAI_PUBLIC_URL:-http://localhost:$PORT}"
 
 # The worker, restarted whenever it exits (as compose's restart policy does in a container): a
 # Redis restart can end a Celery worker, and the house should not need someone to notice.
@@ -36,10 +36,9 @@ echo
 echo "HomeAI is starting: open http://localhost:$PORT (or this machine's address on your network)."
 echo "Until an account exists, the setup link above creates the admin account. Stop with Ctrl+C."
 echo
-# X-Forwarded-* headers are believed only behind the proxy the admin said is there.
-proxy=()
-case "${HOMEAI_BEHIND_TLS_PROXY:-}" in 1 | true | yes | on) proxy=(--proxy-headers) ;; esac
+# No --proxy-headers: daphne would take X-Forwarded-For's leftmost hop from any client.
+# HOMEAI_BEHIND_TLS_PROXY and HOMEAI_TRUSTED_PROXIES decide it in the app (infra/forwarded.py).
 # In the background and waited for, so a TERM to this script reaches the trap at once.
-"$BIN/daphne" -b "$HOST" -p "$PORT" "${proxy[@]}" homeai.asgi:application &
+"$BIN/daphne" -b "$HOST" -p "$PORT" homeai.asgi:application &
 web=$!
 wait "$web"

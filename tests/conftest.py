@@ -14,11 +14,12 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
 
+from inference import redis_client
 from inference.model_library import ensure_bundled_models
 from inference.models import Generation
-from infra import dbthreads
+from infra import dbthreads, throttle
 from tests import factories
-from tests.support import BIN, ChatSocket, WorkerProcess, free_port, session_cookie, spawn, wait_until
+from tests.support import ChatSocket, WorkerProcess, session_cookie, start_daphne, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,6 +56,20 @@ def _kept_connections_closed():
 
 
 @pytest.fixture
+def no_failed_sign_ins():
+    """No failed sign-in or API key counted (infra/throttle.py), before the test and after it."""
+
+    def wipe():
+        r = redis_client.client()
+        if keys := list(r.scan_iter(match=throttle.PREFIX + ":*")):
+            r.delete(*keys)
+
+    wipe()
+    yield
+    wipe()
+
+
+@pytest.fixture
 def bundled_model(bundled_models):
     """The bundled base model (Gemma 3 270M): what the model-library tests describe and copy."""
     return Path(settings.BUNDLED_BASE_MODEL_PATH)
@@ -79,20 +94,7 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 @pytest.fixture(scope="session")
 def live_server_url(django_db_setup):
-    port = free_port()
-    argv = [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "homeai.asgi:application"]
-    proc = spawn("daphne", argv)
-    url = f"http://127.0.0.1:{port}"
-
-    def healthy() -> bool:
-        try:
-            with urllib.request.urlopen(url + "/healthz/web", timeout=2) as resp:
-                return resp.status == 200
-        except Exception:
-            return proc.poll() is not None
-
-    if not wait_until(healthy, timeout=60) or proc.poll() is not None:
-        raise RuntimeError("daphne did not start; see data/test/logs/daphne.log")
+    proc, url = start_daphne()
     yield url
     proc.terminate()
     proc.wait(timeout=30)

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -25,6 +26,8 @@ BIN = Path(sys.executable).parent
 LOG_DIR = Path(settings.DATA_DIR) / "logs"
 
 DONE_TYPES = ("generation.done", "generation.error")
+# What Prometheus sends: /metrics is closed to anyone else but signed-in staff.
+METRICS_AUTH = {"Authorization": f"Bearer {settings.HOMEAI_METRICS_TOKEN}"}
 
 CHROMIUM = "/usr/bin/chromium"
 # Headless, as root, on a machine whose network reaches only localhost.
@@ -117,6 +120,27 @@ class WorkerProcess:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def start_daphne(name: str = "daphne", **env: str) -> tuple[subprocess.Popen, str]:
+    """daphne serving HomeAI on a free port, as make run starts it, on the test database (env: over
+    the test environment); returns once /healthz/web answers."""
+    port = free_port()
+    argv = [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "homeai.asgi:application"]
+    proc = spawn(name, argv, process_env(**env))
+    url = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        try:
+            with urllib.request.urlopen(url + "/healthz/web", timeout=2) as resp:
+                return resp.status == 200
+        except Exception:
+            return proc.poll() is not None
+
+    if not wait_until(healthy, timeout=60) or proc.poll() is not None:
+        proc.kill()
+        raise RuntimeError(f"daphne did not start; see data/test/logs/{name}.log")
+    return proc, url
 
 
 def wait_until(predicate: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:

@@ -18,7 +18,9 @@ from accounts import services as accounts
 from accounts.models import Account
 from dashboard.accounts.forms import AccountForm
 from dashboard.accounts.language import apply_language
+from dashboard.accounts.views import throttled
 from inference import selectors
+from infra import throttle
 
 
 @login_required
@@ -60,6 +62,15 @@ class PasswordReset(PasswordResetConfirmView):
     template_name = "accounts/password_reset.html"
     success_url = reverse_lazy("login")
     post_reset_login = False
+
+    def dispatch(self, *args, **kwargs):
+        """A link that does not check out counts as a failed sign-in (its token was guessed)."""
+        if throttle.blocked(self.request):
+            return throttled(self.request)
+        response = super().dispatch(*args, **kwargs)
+        if not self.validlink and response.status_code == 200:  # the "link not valid" page
+            throttle.failed(self.request, self.user.get_username() if self.user else "")
+        return response
 
     def form_valid(self, form):
         response = super().form_valid(form)

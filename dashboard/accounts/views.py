@@ -1,10 +1,13 @@
-"""First-run setup (from the one-time link), the throttled sign-in page, and an invite's page."""
+"""First-run setup (from the one-time link), the throttled sign-in pages (ours, the admin's), and
+an invite's page."""
 
 from __future__ import annotations
 
+from functools import wraps
+
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login, logout
-from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.contrib.auth.views import LoginView
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
@@ -14,8 +17,8 @@ from django.views.decorators.cache import never_cache
 
 from accounts import services as accounts
 from accounts import setup_token
-from dashboard.accounts import throttle
 from dashboard.accounts.language import apply_language
+from infra import throttle
 from infra.errors import ClientError
 
 SETUP_SESSION_KEY = "homeai-setup"
@@ -47,25 +50,34 @@ def setup(request: HttpRequest) -> HttpResponse:
     return render(request, "accounts/setup.html", {"form": form})
 
 
-class ThrottledLoginView(LoginView):
-    """Django's sign-in, refusing to check passwords after too many failures from one address."""
+def throttled(request: HttpRequest) -> HttpResponse:
+    """The sign-in page saying the tries are used up (429): no password is checked."""
+    context = {"form": AuthenticationForm(request), "throttled_minutes": throttle.WINDOW_S // 60}
+    return render(request, "registration/login.html", context, status=429)
 
-    def post(self, request, *args, **kwargs):
-        username = request.POST.get("username", "")
-        if throttle.blocked(request, username):
-            form = self.get_form()
-            minutes = throttle.WINDOW_S // 60
-            context = self.get_context_data(form=form, throttled_minutes=minutes)
-            return self.render_to_response(context, status=429)
-        return super().post(request, *args, **kwargs)
 
-    def form_invalid(self, form):
-        throttle.failed(self.request, self.request.POST.get("username", ""))
-        return super().form_invalid(form)
+def guarded(view):
+    """A view that checks a password (ours, the admin's sign-in), refused while the client or the
+    account name it names is past its limit (infra/throttle.py). Failures are counted for every
+    such view alike, as Django reports them (dashboard/apps.py)."""
+
+    @wraps(view)
+    def check_first(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if request.method == "POST" and throttle.blocked(request, request.POST.get("username", "")):
+            return throttled(request)
+        return view(request, *args, **kwargs)
+
+    return check_first
+
+
+class SignInView(LoginView):
+    """Django's sign-in, in the person's own language once signed in."""
 
     def form_valid(self, form):
-        throttle.succeeded(self.request, form.get_user().get_username())
         return apply_language(super().form_valid(form), form.get_user())
+
+
+sign_in = guarded(SignInView.as_view())
 
 
 @never_cache

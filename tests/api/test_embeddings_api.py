@@ -22,7 +22,7 @@ from inference.metrics import PREFIX
 from inference.models import EmbeddingBatch
 from tests.api.test_api_hostile import JUNK
 from tests.api.test_openai_api import MODEL, _post
-from tests.support import wait_until
+from tests.support import METRICS_AUTH, wait_until
 
 pytestmark = [pytest.mark.integration]
 
@@ -160,7 +160,9 @@ def test_embeddings_are_counted_in_metrics_apart_from_answers(client, live_serve
     model = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
     samples = [
         s
-        for family in text_string_to_metric_families(httpx.get(live_server_url + "/metrics", timeout=30).text)
+        for family in text_string_to_metric_families(
+            httpx.get(live_server_url + "/metrics", headers=METRICS_AUTH, timeout=30).text
+        )
         for s in family.samples
         if s.labels.get("model") == model
     ]

@@ -20,7 +20,7 @@ from inference import redis_client
 from inference.dispatch import arrivals
 from inference.metrics import PREFIX
 from inference.models import Generation
-from tests.support import wait_until
+from tests.support import METRICS_AUTH, wait_until
 
 pytestmark = [pytest.mark.integration]
 
@@ -341,7 +341,7 @@ def test_metrics_count_every_finished_request_across_web_and_worker(api, live_se
     api.completions.create(model=MODEL, prompt=COUNTING, max_tokens=3)
 
     def scrape() -> dict:
-        response = httpx.get(live_server_url + "/metrics", timeout=30)
+        response = httpx.get(live_server_url + "/metrics", headers=METRICS_AUTH, timeout=30)
         assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/plain")
         samples = {}
         for family in text_string_to_metric_families(response.text):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from django.test import RequestFactory
 from prometheus_client.parser import text_string_to_metric_families
@@ -169,11 +171,18 @@ def test_a_failing_redis_never_breaks_the_answer_being_recorded(monkeypatch, cap
     assert record.exc_info and "Redis is down" in str(record.exc_info[1])
 
 
-def test_the_endpoint_asks_for_the_token_only_when_one_is_set(clean_metrics, settings):
-
+def test_the_endpoint_is_for_staff_or_the_token_and_closed_without_one(clean_metrics, settings):
     factory = RequestFactory()
+
+    def as_staff(request):
+        request.user = SimpleNamespace(is_active=True, is_staff=True)
+        return request
+
     settings.HOMEAI_METRICS_TOKEN = ""
-    assert metrics_view(factory.get("/metrics")).status_code == 200
+    refused = metrics_view(factory.get("/metrics"))
+    assert refused.status_code == 401 and b"HOMEAI_METRICS_TOKEN" in refused.content
+    assert metrics_view(factory.get("/metrics", HTTP_AUTHORIZATION="Bearer ")).status_code == 401
+    assert metrics_view(as_staff(factory.get("/metrics"))).status_code == 200
 
     settings.HOMEAI_METRICS_TOKEN = "s3cret"
     refused = metrics_view(factory.get("/metrics"))

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from homeai.origin import origin_allowed
+from infra.origin import origin_allowed
 
 
 @pytest.mark.parametrize(
@@ -14,9 +14,12 @@ from homeai.origin import origin_allowed
         ("http://192.168.1.20:9000", "192.168.1.20:8000", False),
         ("", "192.168.1.20:8000", False),
         ("null", "192.168.1.20:8000", False),
+        # A DNS-rebinding page: its own name, pointed at the box, is no name the box answers to.
+        ("http://rebind.example:8000", "rebind.example:8000", False),
     ],
 )
-def test_only_pages_from_this_server_may_open_a_socket(origin, host, allowed):
+def test_only_pages_from_this_server_may_open_a_socket(origin, host, allowed, settings):
+    settings.ALLOWED_HOSTS = ["192.168.1.20", "nas.local"]
     assert origin_allowed(origin, host) is allowed
 
 
