@@ -210,8 +210,9 @@ case "$cmd" in
     python manage.py setup_link --base-url "${HOMEAI_PUBLIC_URL:-http://SERVER:${PORT:-8000}}" ||
       log "could not print the setup link (is the database migrated?)"
     if [ -z "${HOMEAI_PUBLIC_URL:-}" ] && [ -z "${ALLOWED_HOSTS:-}" ]; then
-      log "HOMEAI_PUBLIC_URL is not set: this server answers only to its container's own names and addresses." \
-        "Set it to the address people open (e.g. http://192.168.1.10:${PORT:-8000}), or list the names in ALLOWED_HOSTS."
+      log "HOMEAI_PUBLIC_URL is not set: this server answers to address literals and home-network names" \
+        "(nas, nas.local, .lan, .home.arpa). For a DNS name such as ai.example.org, set HOMEAI_PUBLIC_URL" \
+        "(e.g. https://ai.example.org) or list the names in ALLOWED_HOSTS."
     fi
     # No --proxy-headers: daphne would take X-Forwarded-For's leftmost hop from any client.
     # HOMEAI_BEHIND_TLS_PROXY and HOMEAI_TRUSTED_PROXIES decide it in the app (infra/forwarded.py).

@@ -1,6 +1,6 @@
 """ASGI entry point: Django views over HTTP, Channels consumers over WebSocket, behind the
-proxy-header check (infra/forwarded.py), with request bodies capped as daphne reads them
-(homeai/bodylimit.py)."""
+proxy-header check (infra/forwarded.py) and the Host check (infra/hosts.py), with request
+bodies capped as daphne reads them (homeai/bodylimit.py)."""
 
 from __future__ import annotations
 
@@ -20,16 +20,19 @@ from homeai.bodylimit import limit_request_bodies  # noqa: E402
 from homeai.routing import websocket_urlpatterns  # noqa: E402
 from infra.arrival import ArrivalStampMiddleware  # noqa: E402
 from infra.forwarded import ProxyHeadersMiddleware  # noqa: E402
+from infra.hosts import HostCheckMiddleware  # noqa: E402
 from infra.origin import SameOriginMiddleware  # noqa: E402
 
 limit_request_bodies()
 application = ProxyHeadersMiddleware(
-    ProtocolTypeRouter(
-        {
-            # The machine APIs skip the browser middleware (api_handler.py says why).
-            "http": ArrivalStampMiddleware(split_by_path(django_asgi_app, ApiHandler())),
-            "websocket": SameOriginMiddleware(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-        }
+    HostCheckMiddleware(
+        ProtocolTypeRouter(
+            {
+                # The machine APIs skip the browser middleware (api_handler.py says why).
+                "http": ArrivalStampMiddleware(split_by_path(django_asgi_app, ApiHandler())),
+                "websocket": SameOriginMiddleware(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+            }
+        )
     )
 )
 

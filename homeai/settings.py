@@ -73,11 +73,14 @@ def _public_host() -> list[str]:
     return [f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname]
 
 
-# The names this server answers to: by default the setup link's host and this machine's own names
-# and addresses (localhost, its host name and name.local, every interface's address). A page on a
-# name outside them (a DNS-rebinding site that points its name at the box) is refused with 400.
-# ALLOWED_HOSTS lists them instead (* for any).
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", []) or [*_public_host(), *addresses.own_hosts()]
+# The names this server answers to. By default the Host rule (infra/hosts.py) decides, for HTTP
+# and WebSockets alike: the setup link's host, this machine's own names and addresses, address
+# literals, single-label names and home-network suffixes (.local, .lan, .home.arpa, ...); a
+# DNS-rebinding site's public name is refused with 400. ALLOWED_HOSTS (comma-separated, * for
+# any) replaces the rule with Django's check of that list.
+_ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [])
+HOMEAI_KNOWN_HOSTS = None if _ALLOWED_HOSTS else [*_public_host(), *addresses.own_hosts()]
+ALLOWED_HOSTS = _ALLOWED_HOSTS or ["*"]
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [

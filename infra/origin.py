@@ -1,9 +1,10 @@
 """WebSocket origin check: the page that opens a socket must come from this very server.
 
-Channels' AllowedHostsOriginValidator accepts any origin when ALLOWED_HOSTS is "*", which is
-our LAN default; a malicious page elsewhere could then open a socket with the user's cookie
-(cross-site WebSocket hijacking). So we compare Origin with the Host the browser connected
-to, as Django's CSRF check does for forms, and accept CSRF_TRUSTED_ORIGINS for proxies.
+Channels' AllowedHostsOriginValidator accepts any origin when ALLOWED_HOSTS is "*" (what
+Django sees while infra/hosts.py's rule is in force); a malicious page elsewhere could then
+open a socket with the user's cookie (cross-site WebSocket hijacking). So we compare Origin
+with the Host the browser connected to, as Django's CSRF check does for forms, and accept
+CSRF_TRUSTED_ORIGINS for proxies.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from urllib.parse import urlsplit
 
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
-from django.http.request import split_domain_port, validate_host
+
+from infra.hosts import answers_to
 
 
 def origin_allowed(origin: str, host: str) -> bool:
@@ -20,8 +22,7 @@ def origin_allowed(origin: str, host: str) -> bool:
         return False
     if origin in settings.CSRF_TRUSTED_ORIGINS:
         return True
-    domain, _port = split_domain_port(host)
-    if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
+    if not answers_to(host):
         return False
     return urlsplit(origin).netloc.lower() == host.lower()
 

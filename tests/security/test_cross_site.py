@@ -9,6 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
+import websockets.exceptions
+import websockets.sync.client
 from playwright.sync_api import sync_playwright
 
 from inference.models import Generation
@@ -79,11 +81,33 @@ def test_the_keyless_api_still_answers_a_client_on_the_home_network(start_web):
     assert refused.status_code == 403 and "application/json" in refused.json()["error"]
 
 
-def test_a_rebound_dns_name_gets_no_page(start_web):
+def test_a_rebound_dns_name_gets_no_page_and_no_socket(start_web):
     """A site that points its own name at the server's address, to read its pages as same-origin."""
     factories.user("household")
     web = start_web()
-    assert (
-        httpx.get(web.url + "/accounts/login/", headers={"Host": "rebind.example:8000"}, timeout=60).status_code == 400
-    )
+    rebound = "rebind.example:8000"
+    assert httpx.get(web.url + "/accounts/login/", headers={"Host": rebound}, timeout=60).status_code == 400
+    assert httpx.get(web.url + "/api/tags", headers={"Host": rebound}, timeout=60).status_code == 400
+    socket_url = web.url.replace("http://", "ws://") + "/ws/chat/"
+    with pytest.raises(websockets.exceptions.InvalidStatus):
+        with websockets.sync.client.connect(
+            socket_url, additional_headers={"Host": rebound, "Origin": f"http://{rebound}"}, open_timeout=60
+        ):
+            pass
     assert httpx.get(web.url + "/accounts/login/", timeout=60).status_code == 200
+
+
+@pytest.mark.parametrize("host", ["192.168.77.5:8000", "[fd00::5]:8000", "nas:8000", "nas.local", "ai.home.arpa:8000"])
+def test_the_names_a_household_types_work_with_no_setting(start_web, host):
+    """The NAS's LAN address (in a container, not among the machine's own), its bare or .local
+    name: no page on the internet can point those at the box, so they need no HOMEAI_PUBLIC_URL."""
+    factories.user("household")
+    web = start_web()
+    assert httpx.get(web.url + "/accounts/login/", headers={"Host": host}, timeout=60).status_code == 200
+
+
+def test_allowed_hosts_replaces_the_rule(start_web):
+    factories.user("household")
+    web = start_web(ALLOWED_HOSTS="ai.example.org,127.0.0.1")
+    assert httpx.get(web.url + "/accounts/login/", headers={"Host": "ai.example.org"}, timeout=60).status_code == 200
+    assert httpx.get(web.url + "/accounts/login/", headers={"Host": "nas.local"}, timeout=60).status_code == 400
