@@ -19,12 +19,25 @@ from tests.support import BIN, ROOT, free_port
 
 ENSURE_REDIS = ROOT / "scripts" / "ensure-redis.sh"
 # After ensure_redis, a process run.sh starts (web, worker): whether its settings' REDIS_URL holds a
-# password, the URL's port, and whether Redis answers the app's client.
-APP_PINGS = (
-    "import django; django.setup(); from urllib.parse import urlsplit; from django.conf import settings; "
-    "from inference import redis_client; url = urlsplit(settings.REDIS_URL); "
-    "print(bool(url.password), url.port, redis_client.client().ping())"
-)
+# password, the URL's port, and whether every Redis client of the app connects: redis_client's,
+# the arrivals' poll client, the Outbox, the channel layer and Celery's broker connection.
+APP_CLIENTS = """
+import asyncio, django
+django.setup()
+from urllib.parse import urlsplit
+from channels.layers import get_channel_layer
+from django.conf import settings
+from homeai.celery import app
+from inference import broadcast, redis_client
+from inference.dispatch import arrivals
+
+url = urlsplit(settings.REDIS_URL)
+asyncio.run(get_channel_layer().group_send("password-probe", {"type": "probe"}))
+with app.connection_for_write() as connection:
+    connection.ensure_connection(max_retries=1)
+pings = redis_client.client().ping() and arrivals._poll_client().ping() and broadcast.Outbox()._connect()
+print(bool(url.password), url.port, pings)
+"""
 
 
 def make_run_redis(data: Path, **env: str) -> subprocess.CompletedProcess:
@@ -32,7 +45,9 @@ def make_run_redis(data: Path, **env: str) -> subprocess.CompletedProcess:
     settings in a process started from that shell, as run.sh starts the web and worker."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "HOMEAI_", "DJANGO_"))}
     clean.update(HOMEAI_DATA_DIR=str(data), DJANGO_SETTINGS_MODULE="homeai.settings", **env)
-    script = f'set -euo pipefail; source scripts/ensure-redis.sh; ensure_redis; exec {sys.executable} -c "{APP_PINGS}"'
+    script = (
+        f"set -euo pipefail; source scripts/ensure-redis.sh; ensure_redis; exec {sys.executable} -c '{APP_CLIENTS}'"
+    )
     return subprocess.run(["bash", "-c", script], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120)
 
 
