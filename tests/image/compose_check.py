@@ -258,7 +258,7 @@ def step_start_cold() -> None:
     # Redis asks for the password the app's first start wrote into the data folder: a client
     # without it is refused, and Redis's healthcheck (which reads the file) passes.
     password_file = APP_DIR / "data" / "redis_password"
-    check(password_file.is_file() and password_file.stat().st_mode & 0o777 == 0o600, "no private redis_password")
+    check(password_file.is_file() and (password_file.stat().st_mode & 0o777) == 0o600, "no private redis_password")
     refused = run("podman", "exec", container("redis"), "redis-cli", "ping", ok=False)
     check("NOAUTH" in refused.stdout + refused.stderr, f"Redis answers without its password: {refused.stdout!r}")
     check(healthcheck("redis") == 0, "the redis container's healthcheck fails")
