@@ -23,6 +23,8 @@ from infra.env import (
     env_int,
     env_list,
     env_str,
+    private_file,
+    redis_url,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -35,24 +37,7 @@ DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 def _secret_key() -> str:
     """SECRET_KEY from the environment, else one generated once and kept in the data directory."""
-    key = env_str("SECRET_KEY")
-    if key:
-        return key
-    path = DATA_DIR / "secret_key"
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        pass
-    key = secrets.token_urlsafe(50)
-    try:
-        # O_EXCL: when web and worker start together, the first writer wins and the other reads.
-        # 0600 from the start: no moment when another account could read it.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path.read_text().strip()
-    with os.fdopen(fd, "w") as fh:
-        fh.write(key)
-    return key
+    return env_str("SECRET_KEY") or private_file(DATA_DIR / "secret_key", lambda: secrets.token_urlsafe(50))
 
 
 SECRET_KEY = _secret_key()
@@ -196,7 +181,24 @@ HOMEAI_MAX_BODY_FORM = env_int("HOMEAI_MAX_BODY_FORM", 2**20, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(HOMEAI_MAX_BODY_API, HOMEAI_MAX_BODY_FORM)
 
 # --- Redis: Celery broker and the Channels layer ---------------------------------------------
-REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def _redis_password() -> str:
+    """REDIS_PASSWORD, or the one kept in the file REDIS_PASSWORD_FILE names: generated there
+    when the file is missing (make run and the compose file keep it in the data folder, as the
+    secret key is kept; Redis is started with the same file)."""
+    path = os.environ.get("REDIS_PASSWORD_FILE")
+    if not path:
+        return os.environ.get("REDIS_PASSWORD", "")
+    try:
+        return private_file(Path(path), lambda: secrets.token_hex(24))
+    except OSError as exc:
+        raise ImproperlyConfigured(f"REDIS_PASSWORD_FILE={path!r} cannot be read or created: {exc}") from exc
+
+
+# Every Redis client of HomeAI (the channel layer, Celery, inference.redis_client, health checks)
+# connects with this URL: REDIS_URL, with the password above added when the URL carries none.
+REDIS_URL = redis_url(env_str("REDIS_URL", "redis://127.0.0.1:6379/0"), _redis_password())
 CHANNEL_LAYERS = {
     "default": {
         # Pub/sub layer: about 1 ms per group_send against about 3 ms for the list-based core

@@ -6,9 +6,11 @@ compose file fails loudly at start instead of silently using a default.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -26,6 +28,24 @@ def env_str(name: str, default: str = "") -> str:
         except OSError as exc:
             raise ImproperlyConfigured(f"{name}_FILE={file_name!r} cannot be read: {exc}") from exc
     return os.environ.get(name, default)
+
+
+def private_file(path: Path, make: Callable[[], str]) -> str:
+    """The text kept in path; when there is none, make()'s, written there first. The file is
+    created 0600 with O_EXCL: never readable by another account, not even for a moment, and when
+    processes start together the first writer wins and the others read its text."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    text = make()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    return text
 
 
 def env_bool(name: str, default: bool = False) -> bool:
@@ -135,3 +155,32 @@ def redact_url(url: str) -> str:
         return url
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
     return parts._replace(netloc=netloc).geturl()
+
+
+def _url_password(parts) -> str:
+    return parts.password or parse_qs(parts.query).get("password", [""])[0]
+
+
+def redis_url(url: str, password: str) -> str:
+    """A Redis URL with password added when it carries none; a password in the URL wins."""
+    parts = urlsplit(url)
+    if not password or _url_password(parts):
+        return url
+    user, _, hostport = parts.netloc.rpartition("@")
+    return parts._replace(netloc=f"{user.partition(':')[0]}:{quote(password, safe='')}@{hostport}").geturl()
+
+
+def redis_exposed_host(url: str) -> str | None:
+    """The host of a Redis URL that carries no password and is not this machine (a name other
+    than localhost, or an address other than loopback), else None: anyone who reaches that host
+    can read and send what HomeAI keeps there."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").rstrip(".")
+    if _url_password(parts) or parts.scheme == "unix" or host in ("", "localhost") or host.endswith(".localhost"):
+        return None
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return None
+    except ValueError:
+        pass
+    return host

@@ -210,8 +210,12 @@ if [[ ,$STEPS, == *,cuda,* ]]; then
 fi
 
 if [[ ,$STEPS, == *,check,* ]]; then
-  # 7. The compose file's Redis image, stood in for (see above).
-  if ! podman image exists "$REDIS_IMAGE"; then
+  # 7. The compose file's Redis image, stood in for (see above). Like the real one it has
+  #    docker-entrypoint.sh, which the compose file's Redis command runs (here it only runs its
+  #    arguments: the stand-in runs as root). Its label says which stand-in it is: an older one
+  #    is built again.
+  standin=2
+  if [ "$(podman image inspect --format '{{index .Labels "homeai.redis-stand-in"}}' "$REDIS_IMAGE" 2>/dev/null)" != "$standin" ]; then
     log "Redis stand-in -> $REDIS_IMAGE"
     mkdir -p "$WORK/redis-context"
     cat >"$WORK/redis-context/Containerfile" <<CONTAINERFILE
@@ -219,7 +223,10 @@ FROM $BASE
 RUN apt-get update && apt-get install -y --no-install-recommends redis-server \\
  && rm -rf /var/lib/apt/lists/* \\
  && printf '#!/bin/sh\\nexec /usr/bin/redis-server "\$@" --protected-mode no\\n' >/usr/local/bin/redis-server \\
- && chmod 0755 /usr/local/bin/redis-server
+ && printf '#!/bin/sh\\nexec "\$@"\\n' >/usr/local/bin/docker-entrypoint.sh \\
+ && chmod 0755 /usr/local/bin/redis-server /usr/local/bin/docker-entrypoint.sh
+LABEL homeai.redis-stand-in=$standin
+WORKDIR /data
 CMD ["redis-server"]
 CONTAINERFILE
     podman build --format docker --pull=never --network host -t "$REDIS_IMAGE" "$WORK/redis-context" >/dev/null

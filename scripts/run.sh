@@ -6,7 +6,11 @@ BIN=${VENV:-.venv}/bin
 HOST=${HOST:-0.0.0.0}
 PORT=${PORT:-8000}
 
-scripts/ensure-redis.sh
+# Redis, with the password kept in the data folder when this starts it (scripts/ensure-redis.sh):
+# it exports REDIS_URL and REDIS_PASSWORD_FILE for the web and worker.
+# shellcheck source=scripts/ensure-redis.sh
+source scripts/ensure-redis.sh
+ensure_redis
 "$BIN/python" manage.py migrate --noinput
 "$BIN/python" manage.py setup_link --base-url "${HOMEAI_PUBLIC_URL:-http://localhost:$PORT}"
 

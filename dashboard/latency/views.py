@@ -7,6 +7,7 @@ import csv
 import json
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -22,6 +23,7 @@ from inference import probe, selectors
 from inference.engine.policies import POLICIES
 from inference.models import Generation
 from inference.services import demo, engine_control
+from infra.env import redis_exposed_host
 from infra.errors import ClientError
 
 LIGHT_DROP = ("token_times_ms", "itl_ms")
@@ -121,6 +123,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "payload": data,
         "policies": POLICIES,  # staff switch between them live, from the Engine steps panel
         "usage_today": _usage_today() if request.user.is_staff else None,
+        # Staff are told when Redis (every chat as it streams, the workers' tasks) asks no password
+        # on a host other than this machine.
+        "redis_exposed": redis_exposed_host(settings.REDIS_URL) if request.user.is_staff else None,
         "embeddings": stats.embedding_summary(payload.embedding_rows(filters=filters, viewer=request.user)),
     }
     return render(request, "latency/dashboard.html", context)

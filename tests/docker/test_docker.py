@@ -41,10 +41,12 @@ from urllib.parse import urlsplit
 
 import jsonschema
 import pytest
+import redis
 import yaml
 from django.conf import settings
 
 from infra.env import database_config
+from tests.support import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
@@ -388,7 +390,7 @@ def test_compose_roles_and_start_order():
     assert services["migrate"]["command"] == ["init"]
     assert services["web"]["command"] == ["web"]
     assert services["worker"]["command"] == ["worker"]
-    assert "redis-cli" in services["redis"]["healthcheck"]["test"]
+    assert "redis-cli ping" in " ".join(services["redis"]["healthcheck"]["test"])
     for name in ("web", "worker"):
         depends = services[name]["depends_on"]
         assert depends["migrate"]["condition"] == "service_completed_successfully"
@@ -457,14 +459,121 @@ def test_lan_override_publishes_redis_and_postgresql_behind_passwords():
     base = _interpolate(_load(COMPOSE), {})["services"]["redis"]
     services = _nas()["services"]
     redis = services["redis"]
-    assert redis["command"] == base["command"] + ["--requirepass", SECRETS["REDIS_PASSWORD"]]
-    assert redis["environment"]["REDISCLI_AUTH"] == SECRETS["REDIS_PASSWORD"], "the healthcheck's redis-cli"
+    # compose.yaml's command and healthcheck, which take REDIS_PASSWORD before the generated one
+    # (test_compose_redis_asks_for_the_password_the_app_generates runs them).
+    assert redis["environment"] == {"REDIS_PASSWORD": SECRETS["REDIS_PASSWORD"]}
+    assert redis["command"] == base["command"] and "${REDIS_PASSWORD:-" in base["command"][-1]
     assert redis["healthcheck"] == base["healthcheck"]
     assert redis["ports"] == ["6379:6379"] and services["postgres"]["ports"] == ["5432:5432"]
     for name in ("migrate", "web", "worker"):
         url = urlsplit(services[name]["environment"]["REDIS_URL"])
         assert (url.scheme, url.hostname, url.port, url.password) == ("redis", "redis", 6379, SECRETS["REDIS_PASSWORD"])
         assert "pg0secret1@postgres:5432" in services[name]["environment"]["DATABASE_URL"]
+
+
+def _compose_redis_here(tmp_path: Path, port: int) -> tuple[dict, str, str, dict[str, str]]:
+    """compose.yaml's Redis as this machine runs it: its command and healthcheck (shell text)
+    with the containers' folders under tmp_path (/data: the Redis volume, /homeai: the app's
+    data folder), and an environment whose docker-entrypoint.sh (the image's entrypoint) and
+    redis-cli reach a redis-server on port. Returns the service, the command, the healthcheck,
+    the environment."""
+    redis = _interpolate(_load(COMPOSE), {})["services"]["redis"]
+    volume, app_data, bin_dir = tmp_path / "redis-volume", tmp_path / "app-data", tmp_path / "bin"
+    for folder in (volume, app_data, bin_dir):
+        folder.mkdir(exist_ok=True)
+
+    def here(text: str) -> str:
+        return text.replace("/homeai/", f"{app_data}/").replace("--dir /data", f"--dir {volume}")
+
+    command = redis["command"]
+    assert command[:2] == ["sh", "-c"] and len(command) == 3, command
+    check = redis["healthcheck"]["test"]
+    assert check[0] == "CMD-SHELL" and len(check) == 2, check
+    entry = f'#!/bin/sh\nexec "$@" --port {port} --bind 127.0.0.1 --logfile {tmp_path}/redis.log\n'
+    (bin_dir / "docker-entrypoint.sh").write_text(entry)
+    (bin_dir / "redis-cli").write_text(f'#!/bin/sh\nexec {shutil.which("redis-cli")} -p {port} "$@"\n')
+    for script in bin_dir.iterdir():
+        script.chmod(0o755)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    return redis, here(command[2]), here(check[1]), env
+
+
+def _redis_answers(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.ConnectionError:
+        return False
+
+
+def test_compose_redis_asks_for_the_password_the_app_generates(tmp_path):
+    """compose.yaml's Redis, run on this machine as its container would run it, on a Redis
+    volume that an install from before the password filled: it waits for the app's first start
+    to write the password into the data folder, then asks for it (a client without it is
+    refused), keeps the volume's data, passes its healthcheck only with the password, and shows
+    it on no command line; the app's containers connect with the file their settings name."""
+    port = _free_port()
+    service, command, healthcheck, env = _compose_redis_here(tmp_path, port)
+    assert "redis-data:/data" in service["volumes"] and "./data:/homeai:ro" in service["volumes"]
+    assert "requirepass" in command and "redis-server -" in command  # the password comes on stdin
+    app_env = _interpolate(_load(COMPOSE), {})["services"]["web"]["environment"]
+    assert app_env["REDIS_PASSWORD_FILE"] == "/data/redis_password"
+    assert "${HOMEAI_DATA_PATH:-./data}:/data" in _load(COMPOSE)["services"]["web"]["volumes"]
+    password_file = tmp_path / "app-data" / "redis_password"
+
+    # The install before: Redis without a password, its append-only file in the volume.
+    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--appendonly", "yes", "--save", ""]
+    before = subprocess.Popen([*argv, "--dir", str(tmp_path / "redis-volume")], stdout=subprocess.DEVNULL)
+    old = redis.Redis(port=port, socket_timeout=5)
+    try:
+        assert wait_until(lambda: _redis_answers(old), timeout=30)
+        old.set("homeai:kept", "from before the upgrade")
+        old.shutdown()
+    except redis.ConnectionError:
+        pass  # SHUTDOWN closes the connection
+    finally:
+        before.wait(timeout=30)
+
+    proc = subprocess.Popen(["sh", "-c", command], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert "waiting for the app" in proc.stdout.readline()
+        # The app's first start (the migrate service) writes the password: its settings do.
+        app_env = dict(
+            _clean_env(HOMEAI_DATA_DIR=str(tmp_path / "app-data")),
+            REDIS_URL=f"redis://127.0.0.1:{port}/0",
+            REDIS_PASSWORD_FILE=str(password_file),
+        )
+        _in_app(app_env, "settings.REDIS_URL")
+        password = password_file.read_text()
+        assert (password_file.stat().st_mode & 0o777) == 0o600 and len(password) >= 32
+
+        with_password = redis.Redis(port=port, password=password, socket_timeout=5)
+        assert wait_until(lambda: _redis_answers(with_password), timeout=60)
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(port=port, socket_timeout=5).get("homeai:kept")
+        assert with_password.get("homeai:kept") == b"from before the upgrade"
+        assert password.encode() not in Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+
+        def healthy(**extra: str) -> bool:
+            return subprocess.run(["sh", "-c", healthcheck], env={**env, **extra}, timeout=60).returncode == 0
+
+        assert healthy() and not healthy(REDIS_PASSWORD="not-the-password")
+        # The app's clients connect with the password from the file.
+        kept = _in_app(app_env, "redis.Redis.from_url(settings.REDIS_URL).get('homeai:kept').decode()")
+        assert kept == "from before the upgrade"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _in_app(env: dict[str, str], expression: str) -> str:
+    """The value of expression in a process on the app's settings (settings and redis imported)."""
+    code = f"import django, redis; django.setup(); from django.conf import settings; print({expression})"
+    env = dict(env, DJANGO_SETTINGS_MODULE="homeai.settings")
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
 
 
 def test_worker_compose_runs_one_gpu_worker_against_the_nas():
@@ -564,7 +673,7 @@ def test_compose_defaults_are_the_apps_defaults(tmp_path):
     environment = _interpolate(_load(COMPOSE), {})["services"]["web"]["environment"]
     compose = dict(base)
     for name, value in environment.items():
-        if value is None or name in ("PUID", "PGID", "PORT", "REDIS_URL"):
+        if value is None or name in ("PUID", "PGID", "PORT", "REDIS_URL", "REDIS_PASSWORD_FILE"):
             continue  # not settings, or (Redis) the compose file's own service by design
         compose[name] = str(value).replace("/data/", f"{data}/").replace("/models/", f"{models}/")
     expected, got = _settings_dump(base), _settings_dump(compose)

@@ -7,7 +7,7 @@ podman-compose with fresh data and models folders:
 1. `up -d` (in two steps: see up()): the containers start (cold: the models are written into
    the models folder), the web and worker healthchecks pass and /healthz reports a worker: the
    start-to-healthy time. The containers run read-only, as the unprivileged account, under an
-   init process.
+   init process. Redis asks for the password the first start generated (data/redis_password).
 2. First-run setup: the one-time link from the web container's log creates the admin account.
 3. A chat answer streams over the WebSocket, token by token, to its end.
 4. An API key made on the settings page gets an answer from the OpenAI API.
@@ -255,6 +255,14 @@ def step_start_cold() -> None:
         servers = [line for line in procs.splitlines() if f"bin/{server} " in line]
         check(servers, f"{service}: no {server} process:\n{procs}")
         check(all(line.split()[0] == "1000" for line in servers), f"{service}: {server} not run as uid 1000:\n{procs}")
+    # Redis asks for the password the app's first start wrote into the data folder: a client
+    # without it is refused, and Redis's healthcheck (which reads the file) passes.
+    password_file = APP_DIR / "data" / "redis_password"
+    check(password_file.is_file() and (password_file.stat().st_mode & 0o777) == 0o600, "no private redis_password")
+    refused = run("podman", "exec", container("redis"), "redis-cli", "ping", ok=False)
+    check("NOAUTH" in refused.stdout + refused.stderr, f"Redis answers without its password: {refused.stdout!r}")
+    check(healthcheck("redis") == 0, "the redis container's healthcheck fails")
+    log("Redis asks for the generated password (data/redis_password)")
     # --format docker kept the image's HEALTHCHECK (the OCI format drops it).
     image_check = json.loads(run("podman", "image", "inspect", "--format", "{{json .Config.Healthcheck}}", TAG).stdout)
     check(image_check and "healthcheck" in image_check.get("Test", []), f"the image has no HEALTHCHECK: {image_check}")

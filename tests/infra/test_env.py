@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 import pytest
+import redis
 from django.core.exceptions import ImproperlyConfigured
 
-from infra.env import env_auto_int, env_bool, env_choice, env_int, env_list, env_str
+from infra.env import env_auto_int, env_bool, env_choice, env_int, env_list, env_str, private_file, redis_url
 
 
 def test_it_reads_typed_values(monkeypatch):
@@ -44,3 +45,28 @@ def test_secrets_can_come_from_a_file(monkeypatch, tmp_path):
     secret.write_text("s3cret\n")
     monkeypatch.setenv("X_FILE", str(secret))
     assert env_str("X") == "s3cret"
+
+
+@pytest.mark.parametrize(
+    ("url", "password", "expected"),
+    [
+        ("redis://127.0.0.1:6379/0", "", "redis://127.0.0.1:6379/0"),
+        ("redis://127.0.0.1:6379/0", "p@ss word/1", "redis://:p%40ss%20word%2F1@127.0.0.1:6379/0"),
+        ("redis://homeai@nas.lan:6379/1", "pw", "redis://homeai:pw@nas.lan:6379/1"),
+        ("unix:///run/redis.sock?db=2", "pw", "unix://:pw@/run/redis.sock?db=2"),
+        # A password in the URL wins.
+        ("redis://:own@nas.lan:6379/0", "pw", "redis://:own@nas.lan:6379/0"),
+        ("redis://nas.lan:6379/0?password=own", "pw", "redis://nas.lan:6379/0?password=own"),
+    ],
+)
+def test_the_redis_password_is_added_to_a_url_that_carries_none(url, password, expected):
+    assert redis_url(url, password) == expected
+    if password and expected != url:
+        assert redis.connection.parse_url(expected)["password"] == password
+
+
+def test_a_private_file_is_made_once_and_readable_by_its_account_alone(tmp_path):
+    path = tmp_path / "kept"
+    assert private_file(path, lambda: "first") == "first"
+    assert private_file(path, lambda: "second") == "first"
+    assert path.stat().st_mode & 0o777 == 0o600

@@ -146,6 +146,37 @@ def test_embeddings_show_in_their_own_panel_each_persons_own_and_all_to_staff(as
     assert 'id="embeddings-table"' not in body(as_user("alice").get("/dashboard/?range=1h&model=other.gguf"))
 
 
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("redis://192.168.1.20:6379/0", "192.168.1.20"),
+        ("redis://nas.lan:6379/0", "nas.lan"),
+        ("redis://redis:6379/0", "redis"),
+        ("redis://:s3cret@192.168.1.20:6379/0", None),
+        ("redis://192.168.1.20:6379/0?password=s3cret", None),
+        ("redis://127.0.0.1:6379/0", None),
+        ("redis://localhost:6379/0", None),
+        ("redis://[::1]:6379/0", None),
+        ("unix:///run/redis/redis.sock", None),
+    ],
+)
+def test_staff_are_warned_when_redis_asks_no_password_on_another_host(as_user, settings, url, host):
+    """Whoever reaches a Redis without a password reads every chat as it streams and hands the
+    workers tasks: staff are told on the dashboard, with what to set; no one else is."""
+    redis_client.client()  # the page's own reads stay on the test Redis (the client is made once)
+    settings.REDIS_URL = url
+    page = body(as_user("admin").get("/dashboard/"))
+    warned = re.search(r'<div class="form-alert" role="alert" id="redis-warning">\s*<p>(.*?)</p>', page, re.S)
+    if host is None:
+        assert warned is None, warned
+    else:
+        assert warned, page[:2000]
+        sentence = warned[1]
+        assert sentence.startswith(f"Redis at {host} asks for no password, so anyone on the network")
+        assert "REDIS_PASSWORD" in sentence and "REDIS_URL" in sentence
+    assert "redis-warning" not in body(as_user("alice").get("/dashboard/"))
+
+
 def test_a_user_sees_no_one_elses_text_on_dashboard_detail_or_export(as_user, stored):
     client = as_user("alice")
     secret_id = stored["secret"].id
