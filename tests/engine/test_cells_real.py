@@ -15,6 +15,7 @@ from inference.engine.scheduler import Scheduler
 from inference.engine.sequence import SamplingParams, Sequence
 from inference.engine.timing import PhaseClock, now_ns
 from tests.engine.test_engine_real import events_until_end
+from tests.support import digits
 
 pytestmark = [pytest.mark.integration]
 
@@ -35,14 +36,10 @@ def engine():
     engine.stop()
 
 
-def numbers(n: int, start: int = 0) -> str:
-    """n tokens of text for this model: its tokenizer reads each digit as a token."""
-    return "".join(str((start + i) % 10) for i in range(n))
-
-
 def completion(seq_id: int, n_tokens: int, start: int = 0) -> Sequence:
-    seq = Sequence(seq_id=seq_id, messages=[], params=GREEDY, clock=PhaseClock(t_arrive=now_ns()))
-    seq.raw_prompt = numbers(n_tokens, start)
+    """A completion of n_tokens digits, asked by person seq_id (a cached prefix serves its owner only)."""
+    seq = Sequence(seq_id=seq_id, messages=[], params=GREEDY, clock=PhaseClock(t_arrive=now_ns()), owner=seq_id)
+    seq.raw_prompt = digits(n_tokens, start)
     return seq
 
 
@@ -60,8 +57,12 @@ def test_two_requests_past_a_slots_share_run_one_after_the_other(engine):
     together = [step for step in engine.steps if {1, 2} <= set(step["seqs"])]
     assert together == []
     assert all(step["cells"] <= step["cells_total"] == SHARE * SLOTS for step in engine.steps)
-    # The first one's slot kept its cells as a reusable prefix until the second needed them.
-    assert engine.cells()["cached"] <= SHARE * SLOTS and engine.scheduler.cells_reserved == 0
+    # The first one's slot kept its cells as its owner's reusable prefix; the second, another
+    # person's, started in the other slot and needed them: without giving them up, its prompt
+    # would not have found cells (llama_decode's "no KV slot") and it would have failed.
+    assert (first.slot, second.slot) == (0, 1)
+    assert engine.cells() == {"total": 2048, "reserved": 0, "cached": engine.runner.slots.cells(1), "per_request": 2048}
+    assert engine.runner.slots.cells(0) == 0
 
 
 def test_a_prompt_longer_than_the_cache_is_refused_with_the_numbers(engine):
