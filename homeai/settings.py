@@ -247,6 +247,9 @@ BUNDLED_CHAT_MODEL_PATH = MODELS_DIR / "SmolLM2-135M-Instruct.Q4_1.gguf"
 BUNDLED_BASE_MODEL_PATH = MODELS_DIR / "gemma-3-270m-q4_k_m.gguf"
 BUNDLED_EMBEDDING_MODEL_PATH = MODELS_DIR / "all-MiniLM-L6-v2.F16.gguf"
 HOMEAI_MODEL_PATH = Path(env_str("HOMEAI_MODEL_PATH", str(BUNDLED_CHAT_MODEL_PATH))).resolve()
+# Each slot's share of the model's KV cache, in tokens: the cache holds slots x this many cells,
+# and one request may fill up to what the model was trained for while the others leave the cells
+# free (inference/engine/scheduler.py reserves them; docs/architecture.md, "KV cells").
 HOMEAI_CONTEXT = env_int("HOMEAI_CONTEXT", 4096, minimum=256, maximum=131072)
 HOMEAI_THREADS = env_int("HOMEAI_THREADS", 0, minimum=0, maximum=512)  # 0: one per core
 HOMEAI_BATCH = env_int("HOMEAI_BATCH", 512, minimum=16, maximum=8192)

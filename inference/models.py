@@ -158,6 +158,9 @@ class Generation(models.Model):
     cached_tokens = models.PositiveIntegerField(null=True)
     # Of the cached tokens, those restored from the conversation's saved KV state (kvstore.py).
     restored_tokens = models.PositiveIntegerField(null=True)
+    # The KV cells its sequence had reserved in the engine's shared cache (prompt and max_tokens,
+    # at most the per-request limit): what it took from the others while it ran.
+    kv_cells = models.PositiveIntegerField(null=True)
     output_tokens = models.PositiveIntegerField(null=True)
     prompt_tps = models.FloatField(null=True)
     output_tps = models.FloatField(null=True)
@@ -191,6 +194,7 @@ class Generation(models.Model):
         "prompt_tokens",
         "cached_tokens",
         "restored_tokens",
+        "kv_cells",
         "output_tokens",
         "prompt_tps",
         "output_tps",

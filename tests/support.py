@@ -143,6 +143,11 @@ def start_daphne(name: str = "daphne", **env: str) -> tuple[subprocess.Popen, st
     return proc, url
 
 
+def digits(n: int, start: int = 0) -> str:
+    """Text of n tokens for the bundled models, whose tokenizers read each digit as one."""
+    return "".join(str((start + i) % 10) for i in range(n))
+
+
 def wait_until(predicate: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -96,9 +96,13 @@ def _tags() -> dict:
 def _running() -> dict:
     """The models workers hold loaded now (each once), with when each will be unloaded."""
     loaded: dict[str, str] = {}
+    contexts: dict[str, int] = {}  # the most one request may fill, as a loaded engine reports it
     for status in registry.live_workers().values():
         for engine in registry.engines_of(status):
             if engine.get("loaded") and engine.get("model"):
+                per_request = (engine.get("cells") or {}).get("per_request")
+                if per_request:
+                    contexts.setdefault(engine["model"], per_request)
                 until = engine.get("keep_alive_until")
                 expires = (
                     datetime.datetime.fromtimestamp(until, datetime.UTC).isoformat().replace("+00:00", "Z")
@@ -112,7 +116,7 @@ def _running() -> dict:
     models = []
     for name, expires in loaded.items():
         _, item = _described(name)
-        models.append({**item, "expires_at": expires, "size_vram": 0, "context_length": context})
+        models.append({**item, "expires_at": expires, "size_vram": 0, "context_length": contexts.get(name, context)})
     return {"models": models}
 
 

@@ -362,11 +362,22 @@ def worker_list(workers: dict[str, dict]) -> list[dict]:
                 ],
                 "running": sum(int(e.get("running") or 0) for e in engines),
                 "slots": beat.get("slots"),
+                "cells": cells_of(engines),
                 "gpu": bool(beat.get("n_gpu_layers")) and bool(beat.get("gpus")),
                 "output_tps": statistics.median(speeds) if speeds else None,
             }
         )
     return rows
+
+
+def cells_of(engines: list[dict]) -> dict | None:
+    """The KV cells of the loaded engines, summed: all of them, those reserved for running
+    answers, and those idle slots keep as reusable prefixes (Engine.cells); None when none is
+    loaded."""
+    reports = [e["cells"] for e in engines if e.get("loaded") and e.get("cells")]
+    if not reports:
+        return None
+    return {key: sum(int(r.get(key) or 0) for r in reports) for key in ("total", "reserved", "cached")}
 
 
 def system_snapshot(workers: dict[str, dict] | None = None) -> dict:
@@ -394,6 +405,7 @@ def system_snapshot(workers: dict[str, dict] | None = None) -> dict:
         "running": sum(int(e.get("running") or 0) for e in engines),
         "waiting": sum(int(e.get("waiting") or 0) for e in engines),
         "slots": sum(int(b.get("slots") or 0) for b in beats) or None,
+        "cells": cells_of(engines),
         "policy": policy,
         "sizing": sizing,
         "sizing_text": text.sizing_text(policy, sizing),

@@ -143,6 +143,18 @@ class Engine:
             "policy": self.scheduler.policy,
             "sizing": self.sizing(),  # chunk sizing: budget, target, measured costs
             "slots": self.runner.config.n_slots,
+            "cells": self.cells(),
+        }
+
+    def cells(self) -> dict:
+        """The KV cache's cells: all of them, those reserved for the running answers, those the
+        idle slots' reusable prefixes hold (given up when a request needs them), and the most
+        one request may fill. Read from another thread, a snapshot as good as the last step."""
+        return {
+            "total": self.runner.n_cells,
+            "reserved": self.scheduler.cells_reserved,
+            "cached": self.runner.slots.cached_cells(),
+            "per_request": self.runner.n_ctx_max,
         }
 
     def sizing(self) -> dict | None:
@@ -255,6 +267,7 @@ class Engine:
             log.error("model load failed: %s", exc.message)
             return
         load_ns = now_ns() - start
+        self.scheduler.n_cells = self.runner.n_cells  # from now on the scheduler reserves cells
         for seq in paying:
             seq.clock.load_ns = load_ns
             seq.emit(PhaseEvent("load", state="done", ms=load_ns / NS_PER_MS))
@@ -276,7 +289,7 @@ class Engine:
         seq.stop_tokens = prompt.stop_tokens
         if prompt.dropped_messages:
             dropped = (
-                f"This conversation is longer than the model's context ({self.runner.config.n_ctx_seq:,} "
+                f"This conversation is longer than the model's context ({self.runner.n_ctx_max:,} "
                 f"tokens): the oldest {prompt.dropped_messages} message(s) were left out of this answer."
             )
             seq.notice = f"{seq.notice} {dropped}".strip()
@@ -291,7 +304,9 @@ class Engine:
         if seq.params.speculative and prompt.grammar is None:
             seq.speculator = PromptLookup(k_max=DRAFT_MAX, step_cost=self.cost_model.measured_decode_ms)
             seq.speculator.extend(seq.prompt_tokens)
-            seq.n_ctx = self.runner.config.n_ctx_seq
+        # The cells it may fill, reserved when it starts (scheduler.py): the answer may take its
+        # max_tokens up to the per-request limit, where it ends with "length".
+        seq.n_ctx = min(seq.prompt_len + seq.params.max_tokens, self.runner.n_ctx_max)
         self._by_id[seq.seq_id] = seq
         self.scheduler.add(seq)
         position = self.scheduler.queue_position(seq)
@@ -305,7 +320,7 @@ class Engine:
             if seq.raw_prompt is not None:
                 prompt = self.runner.prompts.build_raw(seq.raw_prompt)
             else:
-                reserve = min(seq.params.max_tokens, self.runner.config.n_ctx_seq // 2)
+                reserve = min(seq.params.max_tokens, self.runner.n_ctx_max // 2)
                 tools = seq.output.tools if seq.output else ()
                 prompt = self.runner.prompts.build(seq.messages, reserve=reserve, tools=tools)
             prompt.grammar = build_grammar(seq.output)
@@ -435,8 +450,8 @@ class Engine:
             self._finish(seq, "stop", t)
         elif len(seq.output_tokens) >= seq.params.max_tokens:
             self._finish(seq, "length", t)
-        elif seq.position + 1 >= self.runner.config.n_ctx_seq:
-            self._finish(seq, "length", t)
+        elif seq.position + 1 >= seq.n_ctx:
+            self._finish(seq, "length", t)  # its reserved cells are full
 
     def _finish(self, seq: Sequence, reason: str, t: int) -> None:
         if seq.stop_filter is not None:
@@ -450,6 +465,7 @@ class Engine:
             prompt_tokens=seq.prompt_len, cached_tokens=seq.num_cached, restored_tokens=seq.num_restored
         )
         metrics["finish_reason"] = reason
+        metrics["kv_cells"] = seq.n_ctx  # the cells it had reserved
         metrics.update(spec_drafted=seq.drafted, spec_accepted=seq.accepted, decode_steps=seq.decode_steps)
         seq.emit(DoneEvent(text=seq.text, finish_reason=reason, notice=seq.notice, metrics=metrics))
 
@@ -476,6 +492,9 @@ class Engine:
             "draft": step.draft_tokens,
             "seqs": [c.seq.seq_id for c in step.chunks],
             "policy": self.scheduler.policy,
+            # The KV cache after the step: cells reserved for the running answers, of all.
+            "cells": self.scheduler.cells_reserved,
+            "cells_total": self.scheduler.n_cells,
         }
         self.steps.append(record)
         if self._on_step is not None:

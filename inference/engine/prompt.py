@@ -128,11 +128,18 @@ class PromptBuilder:
     """One model's way from messages (or a completion's raw text) to a sequence's tokens."""
 
     def __init__(
-        self, tokenizer: Tokenizer, template: ChatTemplate | None, *, n_ctx: int, bos_token: int | None = None
+        self,
+        tokenizer: Tokenizer,
+        template: ChatTemplate | None,
+        *,
+        n_ctx: int,
+        bos_token: int | None = None,
+        why: str = "",
     ):
         self.tokenizer = tokenizer
         self.template = template
-        self.n_ctx = n_ctx  # one sequence's context
+        self.n_ctx = n_ctx  # the most one request may fill (Runner.n_ctx_max)
+        self.why = why  # why it is that many, for the refusal (runner.request_limit)
         self.bos_token = bos_token  # the BOS id when the model's GGUF asks for one (add_bos_token)
 
     def render(self, messages: list[dict], tools: tuple[dict, ...] = ()) -> tuple[str, tuple[str, ...]]:
@@ -267,6 +274,7 @@ class PromptBuilder:
         if len(tokens) >= self.n_ctx:
             raise EngineError(
                 "context_overflow",
-                f"The prompt is {len(tokens):,} tokens; this model's context holds {self.n_ctx:,}. "
-                "Shorten the message or start a new conversation.",
+                f"The prompt is {len(tokens):,} tokens; this model's context holds {self.n_ctx:,}"
+                + (f" ({self.why})" if self.why else "")
+                + ". Shorten the message or start a new conversation.",
             )

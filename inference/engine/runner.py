@@ -1,7 +1,9 @@
 """The Runner: every llama.cpp call lives here, and only the engine thread calls it.
 
-It owns one model and one context with a KV slot per sequence (kv_unified, so slots share
-one cache), builds a llama_batch from a Step, and samples each sequence with its own chain.
+It owns one model and one context with a KV slot per sequence (kv_unified: the slots share one
+cache of n_slots x n_ctx_seq cells, and a sequence's cells may lie anywhere in it, so one request
+may fill up to the model's trained context while others leave cells free), builds a llama_batch
+from a Step, and samples each sequence with its own chain.
 The pure parts it drives live beside it: prompts (prompt.py) and what each slot caches (slots.py).
 """
 
@@ -50,6 +52,8 @@ def _llama_log(level: int, text: bytes, _user_data) -> None:
 @dataclass(frozen=True)
 class RunnerConfig:
     model_path: Path
+    # Each slot's share of the cache (HOMEAI_CONTEXT): the cache holds n_slots x n_ctx_seq cells,
+    # and one request may fill up to the model's trained context of them (Runner.n_ctx_max).
     n_ctx_seq: int = 4096
     n_slots: int = 4
     n_batch: int = 512
@@ -71,6 +75,25 @@ class ModelInfo:
     description: str
     chat_template: bool
     n_ctx_train: int
+
+
+def request_limit(config: RunnerConfig, *, n_cells: int, n_ctx_train: int) -> tuple[int, str]:
+    """The most KV cells one request may fill (prompt and answer), and why it is that many.
+
+    The model's trained context, when the cache has that many cells: slots are shares of one
+    cache, and a long request borrows the cells others leave free (the scheduler reserves them).
+    Never under a slot's share (a model that reports no trained context, or one shorter than
+    the share asked for, keeps the share), never past the cache."""
+    trained = n_ctx_train or n_cells
+    limit = min(n_cells, max(trained, config.n_ctx_seq))
+    if limit == trained:
+        return limit, f"it was trained for {trained:,}"
+    if limit > trained:
+        return limit, f"HOMEAI_CONTEXT's share per slot; the model was trained for {trained:,}"
+    return limit, (
+        f"its cache holds {n_cells:,} cells ({config.n_slots} slots of {config.n_ctx_seq:,}); "
+        f"the model was trained for {trained:,}, which a larger HOMEAI_CONTEXT or HOMEAI_SLOTS would let it read"
+    )
 
 
 def _bytes_pointer(data: np.ndarray):
@@ -171,6 +194,8 @@ class Runner:
         self._piece_buf = ctypes.create_string_buffer(256)
         self.load_notice = ""  # something the person should know about how the model runs
         self.slots = SlotCache()  # what each slot's KV cache holds, for prefix reuse
+        self.n_cells = config.n_ctx_seq * config.n_slots  # the KV cache's cells (llama.cpp's, once loaded)
+        self.n_ctx_max = config.n_ctx_seq  # the most one request may fill (set by load())
         self.kv = KVStore(ram_bytes=config.kv_ram_bytes, disk_bytes=config.kv_disk_bytes, folder=config.kv_dir)
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -228,7 +253,10 @@ class Runner:
             )
         add_bos = llama_cpp.llama_vocab_get_add_bos(self.vocab)
         bos_token = int(llama_cpp.llama_vocab_bos(self.vocab)) if add_bos else None
-        self.prompts = PromptBuilder(self, template, n_ctx=cfg.n_ctx_seq, bos_token=bos_token)
+        n_ctx_train = int(llama_cpp.llama_model_n_ctx_train(model))
+        self.n_cells = int(llama_cpp.llama_n_ctx(ctx))
+        self.n_ctx_max, why = request_limit(cfg, n_cells=self.n_cells, n_ctx_train=n_ctx_train)
+        self.prompts = PromptBuilder(self, template, n_ctx=self.n_ctx_max, bos_token=bos_token, why=why)
         desc = ctypes.create_string_buffer(256)
         llama_cpp.llama_model_desc(model, desc, len(desc))
         self.info = ModelInfo(
@@ -238,15 +266,17 @@ class Runner:
             n_params=int(llama_cpp.llama_model_n_params(model)),
             description=desc.value.decode("utf-8", errors="replace"),
             chat_template=template is not None,
-            n_ctx_train=int(llama_cpp.llama_model_n_ctx_train(model)),
+            n_ctx_train=n_ctx_train,
         )
         log.info(
-            "loaded %s (%s), %d threads, %d slots x %d ctx",
+            "loaded %s (%s), %d threads, %d slots x %d ctx, %d cells, up to %d per request",
             path.name,
             self.info.description,
             threads,
             cfg.n_slots,
             cfg.n_ctx_seq,
+            self.n_cells,
+            self.n_ctx_max,
         )
         return self.info
 
@@ -398,12 +428,16 @@ class Runner:
         ).copy()
 
     # --- KV slots ------------------------------------------------------------------------------
-    def admit(self, seq: Sequence, free_slots: list[int]) -> int:
+    def admit(self, seq: Sequence, free_slots: list[int], cache_room: int | None = None) -> int:
         """Start the sequence in the free slot whose cache it can reuse most of (SlotCache.choose),
         or restore its conversation's saved state there when that holds more (kvstore.py); keep
         the slot's cells first if they are someone's history this sequence would overwrite; drop
-        the rest of the slot's cache, and mark the reused prefix as computed."""
+        the rest of the slot's cache, and mark the reused prefix as computed. The other free
+        slots' caches are cut to `cache_room` cells, least recently used first (the scheduler's
+        reservations: Scheduler's docstring)."""
         slot, reuse = self.slots.choose(free_slots, seq.prompt_tokens, seq.owner)
+        if cache_room is not None:
+            self._evict([s for s in free_slots if s != slot], cache_room)
         mem = llama_cpp.llama_get_memory(self.ctx)
         held, owner = self.slots.held(slot)
         if reuse < self.kv.min_tokens and self.kv.worth_keeping(held) and not self.slots.offered(slot):
@@ -422,6 +456,17 @@ class Runner:
         seq.num_computed = seq.num_cached = reuse
         self.slots.take(slot)
         return slot
+
+    def _evict(self, idle: list[int], room: int) -> None:
+        """Drop the caches of idle slots, least recently used first, until those left hold at
+        most `room` cells; a history worth keeping goes to the KV store first."""
+        mem = llama_cpp.llama_get_memory(self.ctx)
+        for slot in self.slots.eviction_order(idle, room):
+            held, owner = self.slots.held(slot)
+            if self.kv.worth_keeping(held) and not self.slots.offered(slot):
+                self._save(slot, held, owner)
+            llama_cpp.llama_memory_seq_rm(mem, slot, -1, -1)
+            self.slots.clear(slot)
 
     def save_idle(self) -> bool:
         """Offer the KV store one free slot's history; False when none is left to offer. The

@@ -121,7 +121,9 @@ class Sequence:
     prepared: object = None
     # Speculative decoding: the drafter (None: not speculating), and the answer's counts.
     speculator: PromptLookup | None = None
-    n_ctx: int = 0  # the slot's context length, which no draft may run past (set by the engine)
+    # The KV cells it may fill: its prompt and max_tokens, at most the engine's per-request limit
+    # (set by the engine; reserved for it at admission). The answer ends there, no draft runs past it.
+    n_ctx: int = 0
     drafted: int = 0  # draft tokens put in decode steps
     accepted: int = 0  # of those, tokens the sampler picked too
     decode_steps: int = 0  # model steps that gave this answer tokens

@@ -62,6 +62,27 @@ class SlotCache:
         self._tokens[slot] = []
         self._offered.discard(slot)
 
+    def cells(self, slot: int) -> int:
+        """The KV cells the slot's cache holds (one per token)."""
+        return len(self._tokens.get(slot, ()))
+
+    def cached_cells(self) -> int:
+        """The cells all slots' caches hold (a running sequence's slot holds none until it ends)."""
+        return sum(map(len, list(self._tokens.values())))  # list(): read whole, from any thread
+
+    def eviction_order(self, idle: list[int], room: int) -> list[int]:
+        """The idle slots whose caches to drop, least recently used first, so that the caches
+        of the others hold at most `room` cells."""
+        over = sum(self.cells(slot) for slot in idle) - room
+        dropped = []
+        for slot in sorted(idle, key=lambda slot: self._used.get(slot, 0)):
+            if over <= 0:
+                break
+            if self.cells(slot):
+                dropped.append(slot)
+                over -= self.cells(slot)
+        return dropped
+
     def offered(self, slot: int) -> bool:
         """Whether the KV store was offered the history the slot holds now (see mark_offered)."""
         return slot in self._offered

@@ -382,11 +382,19 @@
       });
       const row = el("tr");
       row.append(who, models, el("td", null, `${fmtInt(w.running)} / ${fmtInt(w.slots || 0)}`),
-        el("td", null, isNum(w.output_tps) ? fmtNum(w.output_tps) : "–"));
+        cellsCell(w.cells), el("td", null, isNum(w.output_tps) ? fmtNum(w.output_tps) : "–"));
       return row;
     });
     $("workers-rows").replaceChildren(...rows);
     setText("workers-summary", say(ngettext("%(n)s worker", "%(n)s workers", rows.length), { n: rows.length }));
+  }
+
+  // A KV cache's cells: reserved for running answers of all; idle slots' reusable prefixes in
+  // the title (they give their cells up when an answer needs them).
+  function cellsCell(cells) {
+    const td = el("td", "num", cells ? `${fmtInt(cells.reserved)} / ${fmtInt(cells.total)}` : "–");
+    if (cells) td.title = say(gettext("%(n)s cells hold reusable prefixes"), { n: fmtInt(cells.cached) });
+    return td;
   }
 
   function renderSystem(s) {
@@ -399,6 +407,7 @@
     const engine = [];
     engine.push(say(ngettext("%(n)s worker", "%(n)s workers", s.workers), { n: fmtInt(s.workers) }));
     if (isNum(s.slots)) engine.push(say(ngettext("%(n)s slot", "%(n)s slots", s.slots), { n: fmtInt(s.slots) }));
+    if (s.cells) engine.push(say(gettext("%(free)s of %(total)s KV cells free"), { free: fmtInt(s.cells.total - s.cells.reserved), total: fmtInt(s.cells.total) }));
     if (s.policy) engine.push(s.policy);
     setText("sys-engine", engine.join(" · "));
     setText("sys-cpu", isNum(s.cpu_percent) ? say(ngettext("%(pct)s of %(n)s core", "%(pct)s of %(n)s cores", s.cpu_count), { pct: `${fmtNum(s.cpu_percent)}%`, n: s.cpu_count }) : "–");
@@ -458,12 +467,12 @@
         idCell, el("td", "time", clock(row.t_arrive)), el("td", null, row.username || ""), statusCell,
         el("td", "num", fmtMs(row.queue_ms)), el("td", "num", fmtMs(row.ttft_ms)),
         el("td", "num", fmtRate(row.prompt_tps)), el("td", "num", fmtRate(row.output_tps)),
-        el("td", "num", `${tokensIn} / ${tokensOut}`), prompt);
+        el("td", "num", `${tokensIn} / ${tokensOut}`), el("td", "num", isNum(row.kv_cells) ? fmtInt(row.kv_cells) : "–"), prompt);
       return tr;
     }));
     if (!list.length) {
       const cell = el("td", "table-empty", gettext("No requests in this range yet. Answers appear here as they are asked."));
-      cell.colSpan = 10;
+      cell.colSpan = 11;
       const tr = el("tr");
       tr.append(cell);
       body.append(tr);

@@ -60,7 +60,7 @@ def test_a_switch_applies_from_the_next_step_to_what_is_already_running():
 
 
 def test_the_admit_hook_chooses_the_slot_and_may_mark_a_cached_prefix():
-    def admit(seq, free_slots):
+    def admit(seq, free_slots, cache_room):
         seq.num_computed = 3  # a prefix the slot already holds
         return free_slots[-1]
 

@@ -164,7 +164,7 @@ class ScriptedRunner:
     def discard(self, seq, start: int) -> None:
         self.discarded_from = start
 
-    def admit(self, seq, free_slots):  # the engine wires it into the scheduler
+    def admit(self, seq, free_slots, cache_room):  # the engine wires it into the scheduler
         raise AssertionError("not used")
 
     def save_idle(self) -> bool:  # the engine's idle work

@@ -563,3 +563,13 @@ def test_take_dashboard_screenshots_for_the_docs(browser_context, connect, make_
             page.wait_for_function("() => document.getElementById('chart-tokens').data")
             page.screenshot(path=str(out / "request-detail.png"), full_page=True)
             # The chat's own screenshots: tests/dashboard/chat/test_chat_actions_ui.py
+
+
+def test_the_kv_cells_of_the_loaded_engines_are_summed_for_the_workers_table_and_the_strip():
+    engines = [
+        {"loaded": True, "cells": {"total": 32_768, "reserved": 7_100, "cached": 900, "per_request": 8192}},
+        {"loaded": True, "cells": {"total": 8_192, "reserved": 0, "cached": 300, "per_request": 8192}},
+        {"loaded": False, "cells": {"total": 4_096, "reserved": 0, "cached": 0, "per_request": 4096}},
+    ]
+    assert payload.cells_of(engines) == {"total": 40_960, "reserved": 7_100, "cached": 1_200}
+    assert payload.cells_of([{"loaded": False}]) is None
