@@ -23,7 +23,6 @@ clients), and the default requests are checked for an answer in words.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import ollama
 import pytest
@@ -32,11 +31,11 @@ from langchain_core.tools import tool
 from langchain_ollama import ChatOllama
 
 from inference.models import Generation
+from tests.api.openwebui_tools import OPENWEBUI_TOOLS, WRITE_NOTE
 from tests.api.test_openai_api import MODEL
 
 pytestmark = [pytest.mark.integration]
 
-OPENWEBUI_TOOLS = json.loads((Path(__file__).parent / "openwebui_tools.json").read_text())
 QUICK = {"temperature": 0, "num_predict": 24}
 CALL = "<tool_call>"
 
@@ -66,18 +65,7 @@ def weather(city: str) -> str:
     return f"18 degrees and sunny in {city}"
 
 
-WRITE_NOTE = {
-    "type": "function",
-    "function": {
-        "name": "write_note",
-        "description": "Create a new note with the given title and content.",
-        "parameters": {
-            "type": "object",
-            "properties": {"title": {"type": "string"}, "content": {"type": "string"}},
-            "required": ["title", "content"],
-        },
-    },
-}
+WRITE_NOTE_TOOL = {"type": "function", "function": WRITE_NOTE}
 
 
 def test_open_webui_defaults_get_the_matching_tools_and_the_next_message_reuses_their_block(api):
@@ -125,7 +113,7 @@ def test_a_forced_call_cut_at_max_tokens_is_a_call_with_finish_reason_length_in_
     ask = [{"role": "user", "content": "Write a long note about the history of bread, with every detail."}]
     named = {"type": "function", "function": {"name": "write_note"}}
     whole = api.chat.completions.create(
-        model=MODEL, messages=ask, tools=[WRITE_NOTE], tool_choice=named, max_tokens=20, temperature=0
+        model=MODEL, messages=ask, tools=[WRITE_NOTE_TOOL], tool_choice=named, max_tokens=20, temperature=0
     )
     choice = whole.choices[0]
     assert choice.finish_reason == "length" and choice.message.content is None
@@ -138,7 +126,7 @@ def test_a_forced_call_cut_at_max_tokens_is_a_call_with_finish_reason_length_in_
         api.chat.completions.create(
             model=MODEL,
             messages=ask,
-            tools=[WRITE_NOTE],
+            tools=[WRITE_NOTE_TOOL],
             tool_choice="required",
             max_tokens=20,
             temperature=0,
@@ -151,7 +139,10 @@ def test_a_forced_call_cut_at_max_tokens_is_a_call_with_finish_reason_length_in_
     assert chunks[-1].choices[0].finish_reason == "length"
 
     cut = client.chat(
-        model=MODEL, messages=ask, tools=[WRITE_NOTE], options={**QUICK, "num_predict": 20, "tool_choice": "required"}
+        model=MODEL,
+        messages=ask,
+        tools=[WRITE_NOTE_TOOL],
+        options={**QUICK, "num_predict": 20, "tool_choice": "required"},
     )
     assert cut.done_reason == "length" and not cut.message.content
     assert [c.function.name for c in cut.message.tool_calls] == ["write_note"]

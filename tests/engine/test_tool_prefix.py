@@ -5,7 +5,6 @@ model's template, Gemma's turn markup). The prefix cache then reuses the block's
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -13,12 +12,9 @@ from django.conf import settings
 
 from inference.engine.runner import Runner, RunnerConfig
 from inference.engine.tools import tools_system_text
+from tests.api.openwebui_tools import FUNCTIONS
 
 pytestmark = [pytest.mark.integration]
-
-OPENWEBUI_TOOLS = tuple(
-    t["function"] for t in json.loads((Path(__file__).parent.parent / "api" / "openwebui_tools.json").read_text())
-)
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -45,9 +41,9 @@ def test_the_tool_block_is_a_prefix_shared_by_every_message_of_a_conversation(pa
     runner = Runner(RunnerConfig(model_path=Path(path), n_ctx_seq=512, n_slots=1))
     runner.load()
     try:
-        block = len(runner.tokenize(tools_system_text(OPENWEBUI_TOOLS), add_special=False, parse_special=False))
-        a = runner.prompts.tokens(first, OPENWEBUI_TOOLS)[0]
-        b = runner.prompts.tokens(second, tuple(reversed(OPENWEBUI_TOOLS)))[0]
+        block = len(runner.tokenize(tools_system_text(FUNCTIONS), add_special=False, parse_special=False))
+        a = runner.prompts.tokens(first, FUNCTIONS)[0]
+        b = runner.prompts.tokens(second, tuple(reversed(FUNCTIONS)))[0]
     finally:
         runner.close()
     assert block > 5000  # Open WebUI's 36 tools: thousands of tokens

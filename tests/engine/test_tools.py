@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from inference.engine.tools import (
     OutputSpec,
@@ -16,6 +15,7 @@ from inference.engine.tools import (
     tools_system_text,
     with_tools_in_system,
 )
+from tests.api.openwebui_tools import FUNCTIONS, WRITE_NOTE
 
 WEATHER = {
     "name": "get_weather",
@@ -99,37 +99,23 @@ def test_an_output_spec_survives_the_database_round_trip():
     assert OutputSpec(tools=(WEATHER,), tool_choice="required").forced_tool is None
 
 
-NOTE = {
-    "name": "write_note",
-    "description": "Create a new note with the given title and content",
-    "parameters": {
-        "type": "object",
-        "properties": {"title": {"type": "string"}, "content": {"type": "string"}},
-        "required": ["title", "content"],
-    },
-}
-OPENWEBUI_TOOLS = tuple(
-    t["function"] for t in json.loads((Path(__file__).parent.parent / "api" / "openwebui_tools.json").read_text())
-)
-
-
 def test_the_same_tools_in_any_order_render_the_same_block():
-    assert tools_system_text([WEATHER, NOTE]) == tools_system_text([NOTE, WEATHER])
+    assert tools_system_text([WEATHER, WRITE_NOTE]) == tools_system_text([WRITE_NOTE, WEATHER])
 
 
 def test_the_tools_matching_the_question_are_offered_within_the_budget_in_the_order_sent():
     budget = 1024
-    assert tool_tokens(OPENWEBUI_TOOLS) > 7 * budget  # Open WebUI's 36 default tools
-    offered = matching_tools(OPENWEBUI_TOOLS, "Remind me to take the bins out tomorrow at 7am.", budget)
+    assert tool_tokens(FUNCTIONS) > 7 * budget  # Open WebUI's 36 default tools
+    offered = matching_tools(FUNCTIONS, "Remind me to take the bins out tomorrow at 7am.", budget)
     names = [t["name"] for t in offered]
     assert "create_calendar_event" in names and tool_tokens(offered) <= budget
-    assert names == [t["name"] for t in OPENWEBUI_TOOLS if t["name"] in names]
-    assert "search_chats" in [t["name"] for t in matching_tools(OPENWEBUI_TOOLS, "Search my earlier chats", budget)]
-    assert matching_tools(OPENWEBUI_TOOLS, "Why is the sky blue?", budget) == ()
+    assert names == [t["name"] for t in FUNCTIONS if t["name"] in names]
+    assert "search_chats" in [t["name"] for t in matching_tools(FUNCTIONS, "Search my earlier chats", budget)]
+    assert matching_tools(FUNCTIONS, "Why is the sky blue?", budget) == ()
 
 
 def test_a_forced_call_cut_at_max_tokens_is_a_call_with_what_was_written():
-    spec = OutputSpec(tools=(WEATHER, NOTE), tool_choice="required")
+    spec = OutputSpec(tools=(WEATHER, WRITE_NOTE), tool_choice="required")
     cut = '<tool_call>\n{"name": "write_note", "arguments": {"title": "Bins", "content": "Take the bins out, then'
     assert answer_calls(cut, spec, "length") == (
         "",

@@ -33,6 +33,7 @@ servers running, and `make test` must not collect it. Exit status 0 only when ev
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -254,15 +255,23 @@ def ttft(row: Generation | None) -> str:
     return f"TTFT {served:,.0f} ms, prompt {row.prompt_tokens:,} tokens ({row.cached_tokens or 0:,} cached)"
 
 
-def defaults() -> list[tuple[str, bool, str]]:
-    """Open WebUI with its defaults: an answer in words, then a second message from the cache."""
-    sign_up()
-    results = []
+@contextlib.contextmanager
+def signed_in():
+    """A Chromium page signed in to Open WebUI as its admin."""
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.set_default_timeout(60_000)
         sign_in(page)
+        yield page
+        browser.close()
+
+
+def defaults() -> list[tuple[str, bool, str]]:
+    """Open WebUI with its defaults: an answer in words, then a second message from the cache."""
+    sign_up()
+    results = []
+    with signed_in() as page:
         for connection in CONNECTIONS:
             client = f"open-webui-{connection}"
             start = last_id()
@@ -277,7 +286,6 @@ def defaults() -> list[tuple[str, bool, str]]:
             reused = bool(row and second and (second.cached_tokens or 0) >= 0.95 * row.prompt_tokens)
             ok = reused and second.status == Generation.Status.DONE
             results.append((f"{connection}: defaults, the second message reuses the first's prompt", ok, ttft(second)))
-        browser.close()
     return results
 
 
@@ -285,17 +293,13 @@ def custom() -> list[tuple[str, bool, str]]:
     """The customised workspace: streaming, then a forced tool call and an answer."""
     set_up_workspace()
     results = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(60_000)
-        sign_in(page)
+    with signed_in() as page:
         for connection in CONNECTIONS:
             client = f"open-webui-{connection}"
             plain = ask(page, f"{connection}.{MODEL}", "Write three sentences about cats.", f"{connection}-stream")
             ok, how = streamed(plain["seen"])
             results.append((f"{connection}: a message streams", ok, f"{how}; {plain['content'][:80]!r}"))
-            start = Generation.objects.order_by("-id").values_list("id", flat=True).first() or 0
+            start = last_id()
             tool = ask(page, f"Weather ({connection})", "What is the weather in Paris?", f"{connection}-tool")
             ok = tool["tool_calls"] >= 1 and TOOL_RESULT in tool["content"]
             results.append((f"{connection}: the tool is called, its result shown", ok, f"{tool['tool_calls']} call(s)"))
@@ -310,7 +314,6 @@ def custom() -> list[tuple[str, bool, str]]:
                     repr(" ".join(answer.split())[:80]),
                 )
             )
-        browser.close()
     return results
 
 
