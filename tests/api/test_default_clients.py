@@ -155,10 +155,13 @@ def test_the_ollama_client_chat_with_tools_answers_in_words_and_reads_a_tool_res
     assert answer.done and words(answer.message.content) and not answer.message.tool_calls
 
     called = client.chat(
-        model=MODEL, messages=messages, tools=[get_weather], options={**QUICK, "tool_choice": "required"}
+        model=MODEL,
+        messages=messages,
+        tools=[get_weather],
+        options={**QUICK, "num_predict": 48, "tool_choice": "required"},
     )
     call = called.message.tool_calls[0]
-    assert call.function.name == "get_weather"
+    assert called.done_reason == "stop" and call.function.name == "get_weather"
     messages += [
         called.message,
         {"role": "tool", "content": get_weather(**call.function.arguments), "tool_name": call.function.name},
