@@ -32,7 +32,7 @@ from langchain_ollama import ChatOllama
 
 from inference.models import Generation
 from tests.api.openwebui_tools import OPENWEBUI_TOOLS, WRITE_NOTE
-from tests.api.test_openai_api import MODEL
+from tests.api.test_openai_api import MODEL, _post
 
 pytestmark = [pytest.mark.integration]
 
@@ -68,7 +68,9 @@ def weather(city: str) -> str:
 WRITE_NOTE_TOOL = {"type": "function", "function": WRITE_NOTE}
 
 
-def test_open_webui_defaults_get_the_matching_tools_and_the_next_message_reuses_their_block(api):
+def test_open_webui_defaults_get_the_matching_tools_and_the_next_message_reuses_their_block(
+    api, api_key, live_server_url
+):
     # Open WebUI's chat request with its defaults: the model, the messages, stream, its 36 tools.
     question = "Search my notes for the plan to back up the NAS."
     chat = api.chat.completions.with_raw_response.create(
@@ -107,6 +109,12 @@ def test_open_webui_defaults_get_the_matching_tools_and_the_next_message_reuses_
     )
     assert second.headers["X-HomeAI-Tools"] == offered  # the conversation keeps its tools
     assert second.parse().usage.prompt_tokens_details.cached_tokens >= 0.95 * block
+
+    # Its Ollama connection sends the same tools to /api/chat: the same tools are offered.
+    body = {"model": MODEL, "messages": [{"role": "user", "content": question}], "tools": OPENWEBUI_TOOLS}
+    body.update(stream=False, options=QUICK)
+    ollama_chat = _post(live_server_url, "/api/chat", api_key, body)
+    assert ollama_chat.status_code == 200 and ollama_chat.headers["X-HomeAI-Tools"] == offered
 
 
 def test_a_forced_call_cut_at_max_tokens_is_a_call_with_finish_reason_length_in_both_apis(api, client):
