@@ -149,9 +149,12 @@ def matching_tools(tools: tuple[dict, ...], text: str, budget: int) -> tuple[dic
         if score:
             scored.append((-score, i))
     chosen: list[int] = []
+    size = len(TOOLS_SYSTEM.format(tools="")) - 1  # the block's characters: its frame, then a line a tool
     for _, i in sorted(scored):
-        if tool_tokens([tools[j] for j in chosen] + [tools[i]]) <= budget:
+        line = len(json.dumps(tool_definitions([tools[i]])[0], ensure_ascii=False)) + 1
+        if (size + line) / CHARS_PER_TOKEN + 1 <= budget:
             chosen.append(i)
+            size += line
     return tuple(tools[i] for i in sorted(chosen))
 
 
