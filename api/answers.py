@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -30,8 +31,8 @@ from api.relay import GenerationEvents, final_event
 from inference import events, watchdog
 from inference.catalog import Catalog, catalog, embedding_model_message
 from inference.dispatch import arrivals, registry
-from inference.engine.tools import parse_calls
-from inference.models import Generation
+from inference.engine.tools import OutputSpec, answer_calls, matching_tools, tool_tokens
+from inference.models import EngineConfig, Generation
 from inference.services import generations
 from infra.arrival import arrived_ns
 from infra.dbthreads import kept_db
@@ -105,6 +106,7 @@ def _checked_answer(request: HttpRequest, parse, user) -> tuple[object, Generati
             f"No worker that holds {model_name} is running right now; retry once one has started.",
             code="no_worker",
         )
+    fit_tools(req)
     load_only = getattr(req, "load_only", None)
     keep_alive_s = getattr(req, "keep_alive_s", None)
     if not controls_models(request, user):
@@ -139,6 +141,34 @@ def _checked_answer(request: HttpRequest, parse, user) -> tuple[object, Generati
     except ClientError as exc:
         raise errors.from_client_error(exc, req) from None
     return req, generation
+
+
+def fit_tools(req) -> None:
+    """Tools the model can use: with tool_choice "auto", a block of tools larger than
+    HOMEAI_TOOL_SHARE of the context (Open WebUI sends 36 with every message, 7,400 tokens)
+    leaves a small model no room to answer, or no context at all. HOMEAI_TOOL_OVERFLOW says
+    what is offered then: "matching" (the default: docs/api.md has the measurement), the tools
+    whose words match the conversation's first user message, within the share; "none"; or
+    "all" (as sent). req.tools_note says how many were offered, for the X-HomeAI-Tools header.
+
+    The first user message, not the latest: a conversation then keeps one tool block, the
+    prefix its next messages reuse from the cache, and a tool result's turn is offered the
+    tool that was called. A forced call (required, or a named tool) is offered as asked."""
+    output = req.output
+    if output is None or not output.tools or output.tool_choice != "auto" or settings.HOMEAI_TOOL_OVERFLOW == "all":
+        return
+    budget = int((EngineConfig.current().context or settings.HOMEAI_CONTEXT) * settings.HOMEAI_TOOL_SHARE)
+    if tool_tokens(output.tools) <= budget:
+        return
+    offered: tuple[dict, ...] = ()
+    if settings.HOMEAI_TOOL_OVERFLOW == "matching":
+        first = next((m["content"] for m in req.messages if m["role"] == "user"), "")
+        offered = matching_tools(output.tools, first, budget)
+    req.tools_note = f"{len(offered)} of {len(output.tools)} offered"
+    if offered:
+        req.output = dataclasses.replace(output, tools=offered)
+    else:
+        req.output = None if output.schema is None else OutputSpec(schema=output.schema)
 
 
 def controls_models(request: HttpRequest, user) -> bool:
@@ -230,10 +260,16 @@ class Answer:
                 elif event["type"] == events.DONE:
                     text = event.get("text")
                     body = self.wire.body("".join(pieces) if text is None else text, event)
-                    return JsonResponse(body, json_dumps_params={"ensure_ascii": False})
+                    return self.noted(JsonResponse(body, json_dumps_params={"ensure_ascii": False}))
                 elif event["type"] == events.ERROR:
                     return self.wire.error_response(errors.from_engine_error(event["code"], event["message"]))
         return self.wire.error_response(ApiError(500, "The answer ended without a result.", code="no_result"))
+
+    def noted(self, response: HttpResponse) -> HttpResponse:
+        """The response with X-HomeAI-Tools when fewer tools were offered than sent (fit_tools)."""
+        if self.wire.req.tools_note:
+            response["X-HomeAI-Tools"] = self.wire.req.tools_note
+        return response
 
     async def stream(self) -> AsyncIterator[bytes]:
         """The stream of chunks. Primed by the view (see _respond), so end() runs however it stops."""
@@ -255,7 +291,8 @@ class Answer:
                     elif kind == events.DONE:
                         # Text the stop-string filter held back until the end was never sent as a token.
                         final = event.get("text") or ""
-                        calls = parse_calls(final)[1] if self.tools else []
+                        reason = (event.get("metrics") or {}).get("finish_reason")
+                        calls = answer_calls(final, self.wire.req.output, reason)[1]
                         out.append(self.wire.end(self._served(event), visible.rest(final, calls), calls))
                     elif kind == events.ERROR:
                         out.append(self.wire.error(errors.from_engine_error(event["code"], event["message"])))
@@ -374,4 +411,4 @@ async def respond(request: HttpRequest, accept, *, errors, keyless: bool = False
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx: pass tokens through as they come
     response["X-HomeAI-Generation"] = str(answer.generation_id)
-    return response
+    return answer.noted(response)

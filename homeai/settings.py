@@ -251,6 +251,13 @@ HOMEAI_MODEL_PATH = Path(env_str("HOMEAI_MODEL_PATH", str(BUNDLED_CHAT_MODEL_PAT
 # and one request may fill up to what the model was trained for while the others leave the cells
 # free (inference/engine/scheduler.py reserves them; docs/architecture.md, "KV cells").
 HOMEAI_CONTEXT = env_int("HOMEAI_CONTEXT", 4096, minimum=256, maximum=131072)
+# Tools a client sends with tool_choice "auto" (Open WebUI sends 36, about 7,400 tokens): when
+# their block would take more than this share of HOMEAI_CONTEXT, only the tools whose words
+# match the conversation are offered, within the share (HOMEAI_TOOL_OVERFLOW "matching"), or
+# none ("none"), or all of them regardless ("all"); the response's X-HomeAI-Tools header says
+# how many were offered. docs/api.md has the measurement behind the default.
+HOMEAI_TOOL_SHARE = env_float("HOMEAI_TOOL_SHARE", 0.25, minimum=0.0)
+HOMEAI_TOOL_OVERFLOW = env_choice("HOMEAI_TOOL_OVERFLOW", "matching", ("matching", "none", "all"))
 HOMEAI_THREADS = env_int("HOMEAI_THREADS", 0, minimum=0, maximum=512)  # 0: one per core
 HOMEAI_BATCH = env_int("HOMEAI_BATCH", 512, minimum=16, maximum=8192)
 HOMEAI_GPU_LAYERS = env_int("HOMEAI_GPU_LAYERS", 0, minimum=-1)

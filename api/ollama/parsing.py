@@ -62,6 +62,7 @@ class OllamaRequest:
     options: dict = field(default_factory=dict)
     stream: bool = True
     output: OutputSpec | None = None
+    tools_note: str = ""  # "5 of 36 offered" when the tools were more than the model can use (answers.fit_tools)
     # No messages, or an empty prompt: Ollama's way to load (keep_alive=0: unload) a model.
     load_only: str | None = None
     keep_alive_s: float | None = None  # how long the model stays loaded after this answer (None: default)

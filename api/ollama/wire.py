@@ -11,7 +11,7 @@ from django.http import JsonResponse
 
 from api.errors import ApiError
 from api.ollama.parsing import OllamaRequest
-from inference.engine.tools import parse_calls
+from inference.engine.tools import answer_calls
 
 
 def created_at() -> str:
@@ -95,7 +95,7 @@ class OllamaWire:
         return line({"error": exc.message})
 
     def body(self, text: str, done: dict) -> dict:
-        content, calls = parse_calls(text) if self.req.tools else (text, [])
+        content, calls = answer_calls(text, self.req.output, (done.get("metrics") or {}).get("finish_reason"))
         return self._piece(content, calls=calls, done=done)
 
     def error_response(self, exc: ApiError) -> JsonResponse:

@@ -28,6 +28,7 @@ class CompletionRequest:
     stream: bool = False
     include_usage: bool = False
     output: OutputSpec | None = None  # JSON or tool calls the answer must be
+    tools_note: str = ""  # "5 of 36 offered" when the tools were more than the model can use (answers.fit_tools)
 
     @property
     def object_id_prefix(self) -> str:

@@ -11,7 +11,7 @@ from django.http import JsonResponse
 from api.errors import ApiError
 from api.openai.parsing import CompletionRequest
 from inference.engine.sequence import StopStringFilter
-from inference.engine.tools import CALL_OPEN, parse_calls
+from inference.engine.tools import CALL_OPEN, answer_calls
 
 
 def usage(metrics: dict) -> dict:
@@ -64,11 +64,12 @@ def timings(metrics: dict) -> dict:
 
 
 def finish_reason(done: dict, calls: list | None = None) -> str:
-    """OpenAI's finish reasons only: a cancelled answer ends with "stop" (and homeai_status)."""
-    if calls:
-        return "tool_calls"
+    """OpenAI's finish reasons only: a cancelled answer ends with "stop" (and homeai_status);
+    calls cut at max_tokens with "length", as OpenAI's own."""
     reason = (done.get("metrics") or {}).get("finish_reason")
-    return reason if reason in ("stop", "length") else "stop"
+    if reason == "length":
+        return reason
+    return "tool_calls" if calls else "stop"
 
 
 def status_fields(done: dict) -> dict:
@@ -91,21 +92,28 @@ def openai_tool_calls(object_id: str, calls: list[dict], *, indexed: bool = Fals
         item = {
             "id": f"call_{object_id.rsplit('-', 1)[-1]}_{i}",
             "type": "function",
-            "function": {"name": call["name"], "arguments": json.dumps(call["arguments"], ensure_ascii=False)},
+            "function": {"name": call["name"], "arguments": _arguments(call)},
         }
         out.append({"index": i, **item} if indexed else item)
     return out
 
 
-def answer_parts(req: CompletionRequest, text: str) -> tuple[str, list[dict]]:
+def _arguments(call: dict) -> str:
+    """A call's arguments as OpenAI writes them, a JSON string: as far as they were written
+    when the call was cut at max_tokens (tools.answer_calls)."""
+    written = call.get("written")
+    return written if written is not None else json.dumps(call["arguments"], ensure_ascii=False)
+
+
+def answer_parts(req: CompletionRequest, text: str, done: dict) -> tuple[str, list[dict]]:
     """The answer's content and its tool calls (none unless tools were offered)."""
-    return parse_calls(text) if req.tools else (text, [])
+    return answer_calls(text, req.output, (done.get("metrics") or {}).get("finish_reason"))
 
 
 def completion_body(req: CompletionRequest, object_id: str, created: int, *, text: str, done: dict) -> dict:
     """The whole answer, for stream=false."""
     metrics = done.get("metrics") or {}
-    content, calls = answer_parts(req, text)
+    content, calls = answer_parts(req, text, done)
     reason = finish_reason(done, calls)
     if req.chat:
         message: dict = {"role": "assistant", "content": content or (None if calls else ""), "refusal": None}

@@ -1,7 +1,18 @@
 """Open WebUI chatting through HomeAI, checked in its own UI: what scripts/check-openwebui.sh runs
-once it has started HomeAI and Open WebUI (it sets the OWUI_CHECK_* variables below).
+once it has started HomeAI and Open WebUI (it sets the OWUI_CHECK_* variables below), in one of
+two cases (OWUI_CHECK_CASE).
 
-For each of Open WebUI's two connections to HomeAI, its OpenAI one (`/v1`) and its Ollama one:
+defaults: Open WebUI as installed, only its connections set. For each of its two connections to
+HomeAI, its OpenAI one (`/v1`) and its Ollama one:
+
+1. "What is a NAS good for? Answer in one sentence." to the connection's model, in a new chat,
+   with everything Open WebUI sends by default (its 36 built-in tools among it), is answered
+   in words: no error, no tool-call markup.
+2. A second message in that chat is answered too, and HomeAI's rows say its prompt reused the
+   first one's (the tool block HomeAI offered, the question, the answer) from the cache:
+   cached tokens at least 95% of the first prompt. Each answer's TTFT is printed, to record.
+
+custom: the workspace a household sets up for tools. For each connection:
 
 1. A message to the connection's model streams: the answer grows in the page, seen by a
    MutationObserver, in several steps before its last.
@@ -22,6 +33,7 @@ servers running, and `make test` must not collect it. Exit status 0 only when ev
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -49,6 +61,9 @@ WEBUI = os.environ.get("OWUI_CHECK_WEBUI_URL", "http://127.0.0.1:8811")
 MODEL = os.environ.get("OWUI_CHECK_MODEL", "SmolLM2-135M-Instruct.Q4_1.gguf")
 HOMEAI_USER = os.environ.get("OWUI_CHECK_HOMEAI_USER", "house")
 SHOTS = os.environ.get("OWUI_CHECK_SHOTS", "")  # a folder for screenshots, or none
+CASE = os.environ.get("OWUI_CHECK_CASE", "defaults")
+NAS_QUESTION = "What is a NAS good for? Answer in one sentence."
+FOLLOW_UP = "And for photos?"
 EMAIL, PASSWORD = "house@example.org", "an open-webui check passphrase"
 CONNECTIONS = ("openai", "ollama")  # the prefix each connection gives its models' names
 ANSWER_TIMEOUT_MS = 300_000  # a busy 2-core box; the answers themselves take seconds
@@ -91,10 +106,15 @@ def api(path: str, body: dict | None = None, token: str | None = None) -> dict:
         return json.load(r)
 
 
+def sign_up() -> str:
+    """The first account (Open WebUI's admin); its token."""
+    return api("/api/v1/auths/signup", {"name": "House", "email": EMAIL, "password": PASSWORD})["token"]
+
+
 def set_up_workspace() -> None:
     """What a household does once in Open WebUI's admin pages and workspace, through its API:
-    the first account, the tool, and a model with the tool per connection."""
-    token = api("/api/v1/auths/signup", {"name": "House", "email": EMAIL, "password": PASSWORD})["token"]
+    the tool, and a model with the tool per connection."""
+    token = sign_up()
     api(
         "/api/v1/tools/create",
         {"id": "house_weather", "name": "House weather", "content": TOOL_SOURCE, "meta": {}},
@@ -199,21 +219,87 @@ def check_rows(rows: list[Generation]) -> tuple[bool, str, str]:
     return ok, what, answer[-1].message.content if answer else ""
 
 
-def main() -> int:
-    first_id = Generation.objects.order_by("-id").values_list("id", flat=True).first() or 0
-    set_up_workspace()
-    results = []
+def last_id() -> int:
+    return Generation.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+
+def chat_row(after: int, client: str, text: str) -> Generation | None:
+    """The answer to the chat message `text` (not one of Open WebUI's side tasks, whose prompts
+    quote the chat): the row whose conversation's last message is that text, once it ended."""
+    for generation in Generation.objects.filter(id__gt=after, client=client).order_by("id"):
+        message = generation.message.parent
+        if message is not None and message.content == text and generation.status not in Generation.ACTIVE:
+            return generation
+    return None
+
+
+def follow_up(page, text: str, after: int, client: str) -> Generation | None:
+    """A second message in the open chat; its row once HomeAI has answered it."""
+    page.locator("#chat-input").click()
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")
+    deadline = time.monotonic() + ANSWER_TIMEOUT_MS / 1000
+    while time.monotonic() < deadline:
+        row = chat_row(after, client, text)
+        if row is not None:
+            page.locator(".chat-assistant").nth(1).wait_for(timeout=ANSWER_TIMEOUT_MS)
+            return row
+        time.sleep(1)
+    return None
+
+
+def ttft(row: Generation | None) -> str:
+    if row is None:
+        return "no row"
+    served = row.client_ttft_ms if row.client_ttft_ms is not None else row.ttft_ms
+    return f"TTFT {served:,.0f} ms, prompt {row.prompt_tokens:,} tokens ({row.cached_tokens or 0:,} cached)"
+
+
+@contextlib.contextmanager
+def signed_in():
+    """A Chromium page signed in to Open WebUI as its admin."""
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.set_default_timeout(60_000)
         sign_in(page)
+        yield page
+        browser.close()
+
+
+def defaults() -> list[tuple[str, bool, str]]:
+    """Open WebUI with its defaults: an answer in words, then a second message from the cache."""
+    sign_up()
+    results = []
+    with signed_in() as page:
+        for connection in CONNECTIONS:
+            client = f"open-webui-{connection}"
+            start = last_id()
+            first = ask(page, f"{connection}.{MODEL}", NAS_QUESTION, f"{connection}-defaults")
+            row = chat_row(start, client, NAS_QUESTION)
+            ok = len(first["content"].split()) >= 3 and CALL_OPEN not in first["content"] and row is not None
+            ok = ok and row.status == Generation.Status.DONE
+            tools = len((row.output or {}).get("tools") or ()) if row else 0
+            detail = f"{first['content'][:80]!r}; {tools} of Open WebUI's tools offered; {ttft(row)}"
+            results.append((f"{connection}: defaults, a NAS question answered in words", ok, detail))
+            second = follow_up(page, FOLLOW_UP, start, client)
+            reused = bool(row and second and (second.cached_tokens or 0) >= 0.95 * row.prompt_tokens)
+            ok = reused and second.status == Generation.Status.DONE
+            results.append((f"{connection}: defaults, the second message reuses the first's prompt", ok, ttft(second)))
+    return results
+
+
+def custom() -> list[tuple[str, bool, str]]:
+    """The customised workspace: streaming, then a forced tool call and an answer."""
+    set_up_workspace()
+    results = []
+    with signed_in() as page:
         for connection in CONNECTIONS:
             client = f"open-webui-{connection}"
             plain = ask(page, f"{connection}.{MODEL}", "Write three sentences about cats.", f"{connection}-stream")
             ok, how = streamed(plain["seen"])
             results.append((f"{connection}: a message streams", ok, f"{how}; {plain['content'][:80]!r}"))
-            start = Generation.objects.order_by("-id").values_list("id", flat=True).first() or 0
+            start = last_id()
             tool = ask(page, f"Weather ({connection})", "What is the weather in Paris?", f"{connection}-tool")
             ok = tool["tool_calls"] >= 1 and TOOL_RESULT in tool["content"]
             results.append((f"{connection}: the tool is called, its result shown", ok, f"{tool['tool_calls']} call(s)"))
@@ -228,7 +314,12 @@ def main() -> int:
                     repr(" ".join(answer.split())[:80]),
                 )
             )
-        browser.close()
+    return results
+
+
+def main() -> int:
+    first_id = last_id()
+    results = defaults() if CASE == "defaults" else custom()
     viewer = get_user_model().objects.get(username=HOMEAI_USER)
     listed = {row["client"] for row in dashboard_rows(filters=parse_filters({}), viewer=viewer)}
     ok = {f"open-webui-{c}" for c in CONNECTIONS} <= listed
