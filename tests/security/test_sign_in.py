@@ -25,6 +25,23 @@ def test_spraying_one_account_over_both_sign_in_pages_from_rotating_addresses_st
         assert sign_in(web.url, page, "root", factories.PASSWORD, {"X-Forwarded-For": "198.51.100.7"}) == 429, page
 
 
+# Spellings Django's sign-in forms read as "root" (NFKC): fullwidth, mathematical bold, upper case.
+SPELLINGS = ("ｒoot", "𝐫oot", "ROOT", "ｒｏｏｔ", "𝐫𝐨𝐨𝐭", " root")
+
+
+def test_spraying_one_account_under_unicode_spellings_of_its_name_stops_at_its_limit(start_web):
+    factories.user("root", is_staff=True, is_superuser=True)
+    web = start_web(**BEHIND_PROXY)
+    for guess in range(throttle.PER_ACCOUNT):
+        name, page = SPELLINGS[guess % len(SPELLINGS)], PAGES[guess % 2]
+        hop = {"X-Forwarded-For": f"203.0.113.{guess + 1}"}
+        assert sign_in(web.url, page, name, f"guess {guess}", hop) == 200, (page, name)
+    for k, name in enumerate(SPELLINGS):  # the right password, any spelling, any page: not checked
+        hop = {"X-Forwarded-For": f"198.51.100.{k + 1}"}
+        assert sign_in(web.url, PAGES[k % 2], name, factories.PASSWORD, hop) == 429, name
+    assert sign_in(web.url, PAGES[1], "root", factories.PASSWORD, {"X-Forwarded-For": "198.51.100.99"}) == 429
+
+
 def test_an_other_person_still_signs_in_from_the_proxys_address_after_a_guest_used_up_its_tries(start_web):
     factories.user("guest-target")
     factories.user("dad")
