@@ -124,7 +124,9 @@ def user_set_active(*, actor, user, active: bool) -> None:
         sign_out_everywhere(user=user)
 
 
-def user_set_limits(*, user, answers_per_day: int | None, tokens_per_day: int | None) -> Account:
+def user_set_limits(*, actor, user, answers_per_day: int | None, tokens_per_day: int | None) -> Account:
+    """A person's daily limits; staff's and the superuser's are set by a superuser only."""
+    _check_may_manage(actor, user)
     account = Account.of(user)
     account.answers_per_day = answers_per_day
     account.tokens_per_day = tokens_per_day

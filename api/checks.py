@@ -11,6 +11,7 @@ import re
 from django.conf import settings
 
 from api.errors import ApiError, bad_request
+from inference.engine.schema_size import first_repeat_over
 from inference.engine.tools import OutputSpec, history_turns
 
 CLIENT_CHARS = 32
@@ -139,12 +140,21 @@ def parse_messages(data: dict, *, content=None) -> list[dict]:
 
 
 def check_schema(schema, field: str) -> dict:
-    """A JSON schema the answer must match: an object, of a size a grammar can be built from.
+    """A JSON schema the answer must match: an object, of a size a grammar can be built from: not
+    too long, and no count of repetitions (minItems, maxLength, a pattern's {n}, ...) above
+    HOMEAI_SCHEMA_MAX_REPEAT, which the grammar would write out in full (engine/schema_size.py).
     Its meaning is checked where the grammar is built (the worker), which names what it refuses."""
     if not isinstance(schema, dict):
         raise bad_request(f"{field} must be a JSON schema (an object).", field, "invalid_type")
-    if len(json.dumps(schema)) > SCHEMA_CHARS:
-        raise bad_request(f"{field} is longer than {SCHEMA_CHARS:,} characters.", field, "invalid_value")
+    limit = settings.HOMEAI_SCHEMA_MAX_REPEAT
+    try:
+        if len(json.dumps(schema)) > SCHEMA_CHARS:
+            raise bad_request(f"{field} is longer than {SCHEMA_CHARS:,} characters.", field, "invalid_value")
+        repeat = first_repeat_over(schema, limit)
+    except RecursionError:
+        raise bad_request(f"{field} is nested too deeply.", field, "invalid_value") from None
+    if repeat is not None:
+        raise bad_request(repeat.sentence(field, limit), field, "invalid_value")
     return schema
 
 

@@ -11,6 +11,7 @@ import plotly
 from django.core.exceptions import ImproperlyConfigured
 
 from inference.engine.policies import POLICIES
+from inference.engine.schema_size import REPEAT_CEILING
 from inference.engine.sizing import MAX_AUTO_SLOTS
 from infra import addresses
 from infra.env import (
@@ -320,6 +321,9 @@ HOMEAI_MAX_TOKENS = env_int("HOMEAI_MAX_TOKENS", 256, minimum=1)
 HOMEAI_MAX_TOKENS_LIMIT = env_int("HOMEAI_MAX_TOKENS_LIMIT", 2048, minimum=1)
 HOMEAI_MAX_PROMPT_CHARS = env_int("HOMEAI_MAX_PROMPT_CHARS", 32000, minimum=100)
 HOMEAI_MAX_MESSAGES = env_int("HOMEAI_MAX_MESSAGES", 1000, minimum=1)  # per API request
+# The largest repetition count a JSON schema may ask (minItems, maxLength, a pattern's {n}, ...):
+# the grammar writes each out in full (inference/engine/schema_size.py).
+HOMEAI_SCHEMA_MAX_REPEAT = env_int("HOMEAI_SCHEMA_MAX_REPEAT", 256, minimum=1, maximum=REPEAT_CEILING)
 # One embeddings request: at most this many inputs, and this many characters in all.
 HOMEAI_EMBED_MAX_INPUTS = env_int("HOMEAI_EMBED_MAX_INPUTS", 256, minimum=1)
 HOMEAI_EMBED_MAX_CHARS = env_int("HOMEAI_EMBED_MAX_CHARS", 200_000, minimum=100)

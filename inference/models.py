@@ -120,6 +120,9 @@ class Generation(models.Model):
     client = models.CharField(max_length=32, default="chat")  # "chat", or the API client's name
     # /v1/completions: the last user message is the prompt itself, no chat template.
     raw_prompt = models.BooleanField(default=False)
+    # Asked of the keyless Ollama API without a key (any LAN client): its cached prefixes are
+    # kept apart from the account's own (stream.cache_owner).
+    keyless = models.BooleanField(default=False)
     # What the answer must be beyond free text: JSON matching a schema, or tool calls
     # (inference.engine.tools.OutputSpec); the worker builds a grammar from it.
     output = models.JSONField(default=dict, blank=True)

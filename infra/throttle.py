@@ -10,10 +10,13 @@ Failures are counted in Redis (every web process shares them) for WINDOW_S, thre
   is, every person comes from it, and one guest could lock out the house.
 A client is an IPv4 address or an IPv6 /64 (a host picks any address in its /64). Past a limit,
 no password or key is checked until the window passes. A lock-out is that account's or that
-client's alone; a sign-in that succeeds clears its account's counts.
+client's alone; a sign-in that succeeds clears its account's counts. An account name is counted
+as Django reads it (account_key: NFKC, as UsernameField), whichever spelling a form sent.
 """
 
 from __future__ import annotations
+
+import unicodedata
 
 import redis
 from django.conf import settings
@@ -32,9 +35,16 @@ def _redis() -> redis.Redis:
     return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5, socket_connect_timeout=2)
 
 
+def account_key(username: str) -> str:
+    """The name an account is counted under: NFKC-normalized as Django's UsernameField reads a
+    sign-in form's name (so "ａdmin" and "𝐚dmin" are "admin", whose password they check), then
+    stripped and lowercased. Counting and checking both use it: a spelling is the account's."""
+    return unicodedata.normalize("NFKC", username).strip().lower()[:150]
+
+
 def _account_limits(request: HttpRequest, username: str) -> dict[str, int]:
     """The counts for one account name (none without a name), keys to limits."""
-    name = username.strip().lower()[:150]
+    name = account_key(username)
     if not name:
         return {}
     client = addresses.client_key(request.META.get("REMOTE_ADDR", ""))

@@ -44,6 +44,19 @@ class PasswordChange(PasswordChangeView):
     template_name = "accounts/password_change.html"
     success_url = reverse_lazy("account_settings")
 
+    def post(self, request, *args, **kwargs):
+        """The old password is checked as a sign-in's is (infra/throttle.py): not at all while the
+        account or this client is past its limit (429), and a wrong one counts as a failure."""
+        if throttle.blocked(request, request.user.get_username()):
+            context = self.get_context_data(throttled_minutes=throttle.WINDOW_S // 60)
+            return self.render_to_response(context, status=429)
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form):
+        if "old_password" in form.errors:
+            throttle.failed(self.request, self.request.user.get_username())
+        return super().form_invalid(form)
+
     def form_valid(self, form):
         # The sockets of this browser were opened with the session key from before the change
         # (which update_session_auth_hash renews): those stay open, all others close.

@@ -121,7 +121,10 @@ def user_limits(request: HttpRequest, user_id: int) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, _("Limits are whole numbers of 0 or more, or empty for no limit."))
         return redirect("users")
-    accounts.user_set_limits(user=person, **form.cleaned_data)
+    try:
+        accounts.user_set_limits(actor=request.user, user=person, **form.cleaned_data)
+    except ClientError as exc:
+        return _refused(request, exc)
     messages.success(request, _("Saved the limits of %(name)s.") % {"name": person.get_username()})
     return redirect("users")
 

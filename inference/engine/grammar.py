@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from llama_cpp.llama_grammar import RESERVED_NAMES, SchemaConverter
 
 from inference.engine.errors import EngineError
+from inference.engine.schema_size import REPEAT_CEILING, first_repeat_over
 from inference.engine.tools import CALL_CLOSE, CALL_OPEN, MAX_PARALLEL_CALLS, OutputSpec
 
 # JSON strings may not hold raw control characters (json.loads refuses them); the converter's own
@@ -28,6 +29,8 @@ CALL_TRIGGER = r"[\s\S]*?(" + CALL_OPEN + r")[\s\S]*"
 
 
 MAX_DIGITS = 16  # the converter's own bound on an integer's length
+# The longest grammar llama.cpp is handed: Open WebUI's 36 tools make about 40,000 characters.
+MAX_GRAMMAR_CHARS = 256 * 1024
 
 
 def _same_length(lo: str, hi: str) -> str:
@@ -132,6 +135,7 @@ def build_grammar(spec: OutputSpec | None) -> Grammar | None:
     """
     if spec is None:
         return None
+    _check_repeats(spec)
     converter = _Converter(prop_order={"name": 0, "arguments": 1}, allow_fetch=False, dotall=False, raw_pattern=False)
     alternatives = []
     try:
@@ -148,5 +152,21 @@ def build_grammar(spec: OutputSpec | None) -> Grammar | None:
         if name in converter._rules:
             converter._rules[name] = rule
     converter._add_rule("root", " | ".join(alternatives))
+    text = converter.format_grammar()
+    if len(text) > MAX_GRAMMAR_CHARS:
+        raise EngineError(
+            "schema_too_large",
+            f"The JSON schema makes a grammar of {len(text):,} characters; the limit is {MAX_GRAMMAR_CHARS:,}. "
+            "Ask for fewer repetitions, properties or tools.",
+        )
     lazy = bool(spec.tools) and spec.schema is None and spec.tool_choice == "auto"
-    return Grammar(text=converter.format_grammar(), trigger=CALL_TRIGGER if lazy else None)
+    return Grammar(text=text, trigger=CALL_TRIGGER if lazy else None)
+
+
+def _check_repeats(spec: OutputSpec) -> None:
+    """Refused before the converter runs, which would write out (and hold in memory) every
+    repetition a schema asks: a schema or tool that did not pass the web's check (api/checks.py)."""
+    places = [("the schema", spec.schema)] + [(f"tool {t['name']!r}'s parameters", t["parameters"]) for t in spec.tools]
+    for place, schema in places:
+        if repeat := first_repeat_over(schema, REPEAT_CEILING):
+            raise EngineError("schema_too_large", repeat.sentence(place, REPEAT_CEILING))

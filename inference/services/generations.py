@@ -123,6 +123,7 @@ def _answer(
     output: dict | None = None,
     model_name: str = "",
     keep_alive_s: float | None = None,
+    keyless: bool = False,
 ) -> Generation:
     """A queued answer to prompt under the conversation's settings, now the branch on show,
     of its model: the request's (API), else the conversation's, else the default one. user owns
@@ -138,6 +139,7 @@ def _answer(
         message=reply,
         client=client[:32] or "api",
         raw_prompt=raw_prompt,
+        keyless=keyless,
         output=output or {},
         model_name=model_name,
         keep_alive_s=keep_alive_s,
@@ -163,11 +165,13 @@ def generation_create_api(
     model_name: str = "",
     keep_alive_s: float | None = None,
     t_arrive_ns: int | None = None,
+    keyless: bool = False,
 ) -> Generation:
     """An API request (OpenAI's or Ollama's): its messages (or raw prompt) become an API
     conversation; output says what the answer must be (engine.tools.OutputSpec.as_dict);
     model_name the model file asked for (the default one when empty); t_arrive_ns is when the
-    request reached the web server (default: now)."""
+    request reached the web server (default: now); keyless: asked without a key (the keyless
+    LAN user's), its cached prefixes kept apart from the account's."""
     if (messages is None) == (prompt is None):
         raise ClientError("bad_request", "Give either messages or a prompt.", field="messages")
     if prompt is not None:
@@ -207,6 +211,7 @@ def generation_create_api(
             output=output,
             model_name=model_name,
             keep_alive_s=keep_alive_s,
+            keyless=keyless,
         )
 
 

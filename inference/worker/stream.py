@@ -104,7 +104,7 @@ def _run(generation_id: int, arrival: str, handed: Callable[[], None]) -> None:
             messages=selectors.prompt_messages(generation=generation),
             params=sampling_params(generation),
             clock=PhaseClock(t_arrive=wall_to_perf_ns(generation.t_arrive_ns)),
-            owner=generation.user_id,
+            owner=cache_owner(generation),
             output=OutputSpec.from_dict(generation.output),
             arrival=arrival,
         )
@@ -120,6 +120,13 @@ def _run(generation_id: int, arrival: str, handed: Callable[[], None]) -> None:
     finally:
         STEP_RELAY.unregister(generation.id)
         runtime.answered(generation.model_name, generation.keep_alive_s)
+
+
+def cache_owner(generation: Generation) -> object:
+    """Whose cached prefixes (slots, saved KV states) an answer may reuse: its person's. An answer
+    asked without a key (the keyless Ollama API: any client on the LAN) has an owner of its own,
+    so a guest cannot tell from prompt_eval_count what the account's chats began with."""
+    return f"keyless:{generation.user_id}" if generation.keyless else generation.user_id
 
 
 def claim(generation_id: int) -> Generation | None:

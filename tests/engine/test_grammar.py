@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from inference.engine.errors import EngineError
-from inference.engine.grammar import CALL_TRIGGER, JSON_CHAR, build_grammar
+from inference.engine.grammar import CALL_TRIGGER, JSON_CHAR, MAX_GRAMMAR_CHARS, build_grammar
+from inference.engine.schema_size import pattern_repeats
 from inference.engine.tools import OutputSpec
 
 WEATHER = {
@@ -56,3 +59,43 @@ def test_a_schema_the_converter_refuses_is_an_error_the_client_can_act_on():
     with pytest.raises(EngineError) as caught:
         build_grammar(OutputSpec(schema={"$ref": "https://example.com/schema.json"}))
     assert caught.value.code == "invalid_schema" and "cannot be turned into a grammar" in caught.value.message
+
+
+def test_a_schema_with_a_count_past_the_ceiling_is_refused_before_the_converter_writes_it_out():
+    # A path that skipped the web's check (api/checks.py): refused before the converter runs.
+    for schema in (
+        {"type": "array", "items": {"type": "string"}, "minItems": 300_000_000},
+        {"type": "object", "properties": {"a": {"type": "string", "pattern": "^(a{1000}){1000}$"}}},
+    ):
+        started = time.monotonic()
+        with pytest.raises(EngineError) as caught:
+            build_grammar(OutputSpec(schema=schema))
+        assert caught.value.code == "schema_too_large" and "the limit is 10,000" in caught.value.message
+        assert time.monotonic() - started < 1
+    big_tool = {**WEATHER, "parameters": {"type": "object", "properties": {"city": {"maxLength": 50_000}}}}
+    with pytest.raises(EngineError, match="tool 'get_weather'.s parameters.properties.city: maxLength is 50,000"):
+        build_grammar(OutputSpec(tools=(big_tool,)))
+
+
+def test_a_grammar_longer_than_its_cap_is_refused_before_llama_cpp_sees_it():
+    # Each count under the ceiling, but five patterns of 10,000 letters, each written out in full.
+    properties = {f"p{i}": {"type": "string", "pattern": f"^{i}[a-z]{{10000}}$"} for i in range(5)}
+    with pytest.raises(EngineError) as caught:
+        build_grammar(OutputSpec(schema={"type": "object", "properties": properties}))
+    assert caught.value.code == "schema_too_large" and f"the limit is {MAX_GRAMMAR_CHARS:,}" in caught.value.message
+
+
+def test_a_schema_with_a_few_repetitions_still_makes_its_grammar():
+    schema = {"type": "array", "items": {"type": "string", "maxLength": 8}, "minItems": 3, "maxItems": 4}
+    text = build_grammar(OutputSpec(schema=schema)).text
+    answer = rules(text)["answer"]
+    assert answer.count("answer-item") == 4  # three written out, and one more optional
+    assert len(text) < 2_000
+
+
+@pytest.mark.parametrize(
+    ("pattern", "repeats"),
+    [("a{300}", 300), ("a{300,}", 300), ("a{2,300}", 300), ("(ab{20}){20}", 400), (r"\{999}", 1), ("[a{999}]", 1)],
+)
+def test_a_patterns_repetitions_are_its_largest_counts_nested_ones_multiplied(pattern, repeats):
+    assert pattern_repeats(pattern) == repeats

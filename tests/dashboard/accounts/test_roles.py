@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
 
+from accounts.models import Account
 from tests import factories
 
 
@@ -119,3 +120,26 @@ def admin_form(user, **flags) -> dict:
         if flags.get(flag, getattr(user, flag)):
             form[flag] = "on"
     return form
+
+
+@pytest.mark.parametrize("target", ["root", "other"])
+def test_staff_cannot_set_the_daily_limits_of_the_superuser_or_other_staff(household, target):
+    person = household[target]
+    answer = signed_in(household["staff"]).post(
+        f"/people/{person.id}/limits/", {f"u{person.id}-answers_per_day": "0", f"u{person.id}-tokens_per_day": "1"}
+    )
+    assert answer.status_code == 403
+    assert b"Only a superuser can" in answer.content
+    account = Account.of(person)
+    assert (account.answers_per_day, account.tokens_per_day) == (None, None)
+    assert f"/people/{person.id}/limits/" not in signed_in(household["staff"]).get("/people/").content.decode()
+
+
+@pytest.mark.parametrize(("actor", "target"), [("staff", "kid"), ("root", "other")])
+def test_staff_set_limits_of_people_who_are_not_staff_and_a_superuser_of_staff(household, actor, target):
+    person = household[target]
+    signed_in(household[actor]).post(
+        f"/people/{person.id}/limits/", {f"u{person.id}-answers_per_day": "3", f"u{person.id}-tokens_per_day": ""}
+    )
+    account = Account.of(person)
+    assert (account.answers_per_day, account.tokens_per_day) == (3, None)

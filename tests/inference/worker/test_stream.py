@@ -4,6 +4,7 @@ engine and model run through this code in tests/dashboard/chat.)"""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,9 +13,15 @@ from types import SimpleNamespace
 
 import pytest
 from django.db import connection
+from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
 
+from accounts.keys import api_key_create
+from api import answers
+from api.auth import authenticate
+from api.ollama.parsing import parse_chat
 from inference import events
+from inference.catalog import Catalog
 from inference.dispatch import arrivals, registry
 from inference.engine.events import DoneEvent, PhaseEvent, TokenEvent
 from inference.models import Generation, Message
@@ -324,3 +331,40 @@ def test_a_chat_answers_end_carries_the_browser_ttft_sent_while_it_streamed(answ
     end = [e for frame in quick.published for e in frame][-1]
     answer.refresh_from_db()
     assert end["metrics"]["client_ttft_ms"] == 42.0 and end == events.done(answer, text="ab")
+
+
+def _ollama_chat(address: str, key: str | None = None):
+    """An Ollama chat request as a LAN client sends it (with a key, or none)."""
+    body = json.dumps({"messages": [{"role": "user", "content": "What did I ask you last?"}], "stream": False})
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {key}"} if key else {}
+    return RequestFactory().post("/api/chat", body, "application/json", REMOTE_ADDR=address, **headers)
+
+
+def test_an_answer_asked_without_a_key_does_not_reuse_the_accounts_cached_prefixes(db, settings, monkeypatch):
+    """A LAN guest is the keyless account without a key: its answers must not reuse (and so time,
+    through prompt_eval_count) the prefixes the account's own chats left in the cache."""
+    settings.HOMEAI_OLLAMA_KEYLESS_USER = "ada"
+    ada = factories.user("ada")
+    _, key = api_key_create(user=ada)
+    held = Catalog(default="m.gguf", holders={"m.gguf": ["box:1"]}, described={}, workers=1)
+    monkeypatch.setattr(answers, "serving_state", lambda: held)
+    owners = {}
+
+    def run(name, generation):
+        def at_submit(seq):
+            owners[name] = seq.owner
+
+        done = DoneEvent(text="ok", finish_reason="stop", notice="", metrics=METRICS)
+        run_with(monkeypatch, StandInEngine([done], on_submit=at_submit))
+        stream.generation_run(generation_id=generation.id)
+
+    def asked(request):
+        user = authenticate(request, keyless=True)
+        return answers.queue_answer(request, lambda d, m: parse_chat(d, models=m), arrivals.Arrival(), user)[1]
+
+    run("chat", generation_create(user=ada, conversation_id=None, text="My secret plan is ...", max_tokens=8))
+    run("keyed", asked(_ollama_chat("192.168.1.20", key)))
+    run("guest", asked(_ollama_chat("192.168.1.66")))
+    assert owners["chat"] == owners["keyed"] == ada.id  # the account's own answers share its cache
+    assert owners["guest"] not in (ada.id, None)
+    assert Generation.objects.filter(keyless=True).count() == 1
