@@ -79,12 +79,22 @@ def test_a_seeded_sampled_answer_drafts_and_accepts_some_of_its_drafts(engine):
     rule exactly, on a scripted runner), but a 9-token batch gives llama.cpp slightly different
     logits than a 1-token one, and a sampled draw that lands near a boundary flips (it did here,
     once in three runs). Greedy answers, whose ties are rarer, are compared above; here the
-    real model only shows that a sampled answer drafts and keeps some of its drafts."""
-    seeded = SamplingParams(max_tokens=120, temperature=0.8, top_k=40, top_p=0.95, seed=1234, repeat_penalty=1.1)
-    plain, spec = both(engine, CODE_EDIT, seeded)
-    assert spec.text and plain.text
-    assert spec.metrics["spec_drafted"] > 0 and spec.metrics["spec_accepted"] > 0
-    assert spec.metrics["decode_steps"] < spec.metrics["output_tokens"]
+    real model only shows that sampled answers draft and keep some of their drafts. Which
+    drafts one answer keeps depends on where its draws go (an answer that wanders off the
+    prompt has nothing left to draft from: one seed drafted 8 tokens and kept none), so three
+    seeds are asked, and together they must draft and keep some."""
+    answers = [
+        answer(
+            engine,
+            CODE_EDIT,
+            SamplingParams(max_tokens=120, temperature=0.8, top_k=40, top_p=0.95, seed=seed, repeat_penalty=1.1),
+            speculative=True,
+        )
+        for seed in (1234, 7, 2026)
+    ]
+    assert all(done.text for done in answers)
+    assert sum(done.metrics["spec_accepted"] for done in answers) > 0, [done.metrics for done in answers]
+    assert any(done.metrics["decode_steps"] < done.metrics["output_tokens"] for done in answers)
 
 
 def test_max_tokens_and_a_stop_string_inside_an_accepted_run_end_where_they_would(engine):
