@@ -128,10 +128,10 @@ def healthz_web(request: HttpRequest) -> JsonResponse:
 def _props() -> dict:
     """llama-server's /props fields that mean something here."""
     state = serving_state()
-    config = EngineConfig.current()
+    contexts = registry.request_contexts(registry.live_workers())
     return {
         "default_generation_settings": {
-            "n_ctx": config.context or settings.HOMEAI_CONTEXT,
+            "n_ctx": contexts.get(state.default) or _slot_share(),
             "params": {
                 "n_predict": settings.HOMEAI_MAX_TOKENS,
                 "temperature": settings.HOMEAI_TEMPERATURE,
@@ -151,13 +151,21 @@ def _worker_slots(status: dict) -> int:
     return status.get("slots") or settings.CELERY_WORKER_CONCURRENCY
 
 
+def _slot_share() -> int:
+    """A slot's share of a KV cache (HOMEAI_CONTEXT, or the engine settings' context)."""
+    return EngineConfig.current().context or settings.HOMEAI_CONTEXT
+
+
 def _slots() -> list[dict]:
     """One entry per engine slot of every live worker, busy ones first (a worker reports how
-    many answers it runs, not which slot each takes)."""
-    n_ctx = EngineConfig.current().context or settings.HOMEAI_CONTEXT
+    many answers it runs, not which slot each takes). n_ctx is what one request in it may fill:
+    slots share one cache, and a long request borrows the cells the others leave free."""
+    workers = registry.live_workers()
+    contexts = registry.request_contexts(workers)
     out = []
-    for status in registry.live_workers().values():
+    for status in workers.values():
         running = status.get("running") or 0
+        n_ctx = contexts.get(status.get("model")) or _slot_share()
         for i in range(_worker_slots(status)):
             out.append({"id": len(out), "n_ctx": n_ctx, "is_processing": i < running, "model": status.get("model")})
     return out

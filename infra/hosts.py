@@ -14,6 +14,7 @@ An ALLOWED_HOSTS setting replaces the rule with Django's own check of that list.
 
 from __future__ import annotations
 
+from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
@@ -67,8 +68,6 @@ class HostCheckMiddleware:
 
 async def _refuse(scope, receive, send) -> None:
     if scope["type"] == "websocket":
-        from channels.security.websocket import WebsocketDenier
-
         return await WebsocketDenier()(scope, receive, send)
     await send(
         {

@@ -96,13 +96,11 @@ def _tags() -> dict:
 def _running() -> dict:
     """The models workers hold loaded now (each once), with when each will be unloaded."""
     loaded: dict[str, str] = {}
-    contexts: dict[str, int] = {}  # the most one request may fill, as a loaded engine reports it
-    for status in registry.live_workers().values():
+    workers = registry.live_workers()
+    contexts = registry.request_contexts(workers)  # the most one request may fill, per model
+    for status in workers.values():
         for engine in registry.engines_of(status):
             if engine.get("loaded") and engine.get("model"):
-                per_request = (engine.get("cells") or {}).get("per_request")
-                if per_request:
-                    contexts.setdefault(engine["model"], per_request)
                 until = engine.get("keep_alive_until")
                 expires = (
                     datetime.datetime.fromtimestamp(until, datetime.UTC).isoformat().replace("+00:00", "Z")

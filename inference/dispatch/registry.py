@@ -118,6 +118,18 @@ def engines_of(beat: dict) -> list[dict]:
     return beat.get("engines") or [beat]
 
 
+def request_contexts(workers: dict[str, dict]) -> dict[str, int]:
+    """The most one request may fill (prompt and answer), per model, as loaded engines report
+    it: the model's trained context when the KV cache has the cells, else a slot's share."""
+    contexts: dict[str, int] = {}
+    for status in workers.values():
+        for engine in engines_of(status):
+            per_request = (engine.get("cells") or {}).get("per_request")
+            if engine.get("loaded") and engine.get("model") and per_request:
+                contexts.setdefault(engine["model"], per_request)
+    return contexts
+
+
 def model_queue(model_name: str) -> str:
     """The Celery queue of one model's answers: only workers that hold the model consume it, so
     a worker never takes an answer it cannot write, wherever it runs."""

@@ -13,7 +13,15 @@ from api.errors import ApiError
 from inference.dispatch import registry
 from tests import factories
 
-WORKER = {"box:1": {"model": "m.gguf", "loaded": True, "running": 1, "slots": 2}}
+WORKER = {
+    "box:1": {
+        "model": "m.gguf",
+        "loaded": True,
+        "running": 1,
+        "slots": 2,
+        "cells": {"total": 8192, "per_request": 8192},
+    }
+}
 
 
 @pytest.fixture
@@ -74,6 +82,8 @@ def test_props_and_slots_answer_as_llama_cpps_server_with_a_key(transactional_db
     assert props["total_slots"] >= 2 and props["default_generation_settings"]["n_ctx"] > 0
     slots = client.get("/slots").json()
     assert [s["is_processing"] for s in slots] == [True, False] and slots[0]["model"] == "m.gguf"
+    # A slot's n_ctx is what one request may fill (the loaded engine's word), not its share.
+    assert [s["n_ctx"] for s in slots] == [8192, 8192]
     assert Client().get("/slots").status_code == 401
 
 

@@ -1,10 +1,8 @@
 """A JSON schema that asks for a grammar of gigabytes: each API that takes one (Ollama's format and
-tools, OpenAI's response_format and tools) refuses it at once with 400, naming the keyword, the
+tools, OpenAI's response_format and tools) refuses it with 400 in the web process, naming the keyword, the
 value and the limit, and nothing reaches a worker."""
 
 from __future__ import annotations
-
-import time
 
 import httpx
 
@@ -60,19 +58,18 @@ def error_text(answer: httpx.Response) -> str:
     return error if isinstance(error, str) else error["message"]
 
 
-def test_a_schema_asking_for_millions_of_repetitions_is_refused_at_once_on_every_api(start_web):
+def test_a_schema_asking_for_millions_of_repetitions_is_refused_on_every_api_before_a_worker(start_web):
     _, key = api_key_create(user=factories.user("ada"))
     web = start_web()
     before = Generation.objects.count()
     with httpx.Client(base_url=web.url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
         for path, body, named in ATTACKS:
-            started = time.monotonic()
             answer = client.post(path, json={**body, "stream": False})
             assert answer.status_code == 400, (path, named, answer.status_code, answer.text[:300])
             assert named in error_text(answer) and "the limit is 256" in error_text(answer), error_text(answer)
-            assert time.monotonic() - started < 5, path
-        # A schema of ordinary counts passes every check (here no worker runs, so it waits for one: 503).
+        assert Generation.objects.count() == before  # nothing was queued for a worker
+        # A schema of ordinary counts passes every check: it waits for a worker (503 when none
+        # runs) or is answered, never refused.
         fine = {"type": "array", "items": {"type": "string", "maxLength": 40}, "minItems": 3, "maxItems": 5}
         normal = client.post("/api/chat", json={"messages": MESSAGES, "format": fine, "stream": False})
-        assert normal.status_code == 503 and "worker" in error_text(normal)
-    assert Generation.objects.count() == before  # nothing was queued for a worker
+        assert normal.status_code in (200, 503), (normal.status_code, normal.text[:300])
