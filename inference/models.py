@@ -272,3 +272,17 @@ class EmbeddingBatch(models.Model):
 
     def __str__(self) -> str:
         return f"embedding batch {self.id} ({self.status})"
+
+
+class ChatShare(models.Model):
+    """A conversation shown read-only to others in the house: the people named, or everyone
+    signed in. Its link carries the token; revoking deletes the row, so the link ends with it."""
+
+    conversation = models.OneToOneField(Conversation, on_delete=models.CASCADE, related_name="share")
+    token = models.CharField(max_length=43, unique=True)  # the link's unguessable part
+    everyone = models.BooleanField(default=False)
+    people = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="chats_shared_with")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"share of conversation {self.conversation_id}"

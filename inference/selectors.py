@@ -1,5 +1,5 @@
 """Reads: ownership-checked lookups, the branch of a conversation on show and the prompt an
-answer is built from, search, presets, each person's usage."""
+answer is built from, search, presets, each person's usage, shared chats."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Account
 from inference.engine.sequence import SamplingParams
-from inference.models import Conversation, Generation, Message, Preset
+from inference.models import ChatShare, Conversation, Generation, Message, Preset
 
 SEARCH_LIMIT = 50
 SNIPPET_CHARS = 120
@@ -276,3 +277,42 @@ def default_preset(*, user) -> str | int | None:
         return None
     preset = int(chosen) if chosen.isdigit() else chosen
     return preset if preset_settings(user=user, preset=preset) is not None else None
+
+
+# --- shared chats -------------------------------------------------------------------------------
+
+
+def shared_conversation(*, user, token) -> Conversation | None:
+    """The conversation behind a share link, if this person may read it: its owner, everyone
+    signed in when it is shared so, or one of the people it is shared with."""
+    if not isinstance(token, str) or not token:
+        return None
+    share = ChatShare.objects.select_related("conversation__user").filter(token=token).first()
+    if share is None:
+        return None
+    owner = share.conversation.user_id == user.id
+    if owner or share.everyone or share.people.filter(id=user.id).exists():
+        return share.conversation
+    return None
+
+
+def share_state(*, conversation: Conversation) -> dict:
+    """Who a conversation is shared with, for its owner's share dialog (token null: not shared)."""
+    share = ChatShare.objects.filter(conversation=conversation).first()
+    if share is None:
+        return {"token": None, "everyone": False, "people": []}
+    return {
+        "token": share.token,
+        "everyone": share.everyone,
+        "people": sorted(share.people.values_list("id", flat=True)),
+    }
+
+
+def housemates(*, user) -> list[dict]:
+    """The other active people in the house, by name: whom a chat can be shared with."""
+    people = get_user_model().objects.filter(is_active=True).exclude(id=user.id).select_related("account")
+    entries = []
+    for person in people.order_by("username"):
+        account = getattr(person, "account", None)
+        entries.append({"id": person.id, "name": (account and account.display_name) or person.username})
+    return entries
