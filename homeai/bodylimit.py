@@ -10,8 +10,9 @@ unread until the client stops (the connection then closes). A declared Content-L
 limit is answered before a byte of the body is read (and before any 100 Continue).
 
 Routes: the machine APIs (/v1/, /api/) take HOMEAI_MAX_BODY_API bytes; every other route (forms,
-the pages' JSON) HOMEAI_MAX_BODY_FORM. No route takes file uploads; one that did would get its own
-entry in limit_for. WebSocket messages are capped by daphne itself (1 MiB a message and a frame).
+the pages' JSON) HOMEAI_MAX_BODY_FORM; the chat's import (/chat/import/, one uploaded file)
+HOMEAI_MAX_IMPORT_BYTES and room for the form around the file. WebSocket messages are capped by
+daphne itself (1 MiB a message and a frame).
 """
 
 from __future__ import annotations
@@ -27,8 +28,14 @@ from homeai.api_handler import API_PREFIXES
 LINGER_S = 5.0  # how long a refused client may go on sending (dropped) before the connection is cut
 
 
+IMPORT_PATH = b"/chat/import/"
+FORM_OVERHEAD = 64 * 1024  # the multipart form around an imported file: boundaries, headers, the CSRF field
+
+
 def limit_for(path: bytes) -> int:
     """The most body bytes a request for this path (its target, query included) may send."""
+    if path == IMPORT_PATH or path.startswith(IMPORT_PATH + b"?"):
+        return settings.HOMEAI_MAX_IMPORT_BYTES + FORM_OVERHEAD
     if path.startswith(tuple(p.encode() for p in API_PREFIXES)):
         return settings.HOMEAI_MAX_BODY_API
     return settings.HOMEAI_MAX_BODY_FORM
@@ -41,6 +48,13 @@ def refusal(path: bytes, limit: int) -> tuple[bytes, bytes]:
         f"The request body is larger than the {limit:,} bytes this server accepts here; "
         "send a smaller one (the limit is HOMEAI_MAX_BODY_API for /v1/ and /api/, HOMEAI_MAX_BODY_FORM elsewhere)."
     )
+    if path.startswith(IMPORT_PATH):  # the chat page reads its JSON endpoints' {code, message, field}
+        message = (
+            f"The file is larger than the {limit - FORM_OVERHEAD:,} bytes this server imports; "
+            "import a smaller one (the limit is HOMEAI_MAX_IMPORT_BYTES)."
+        )
+        body = {"code": "too_large", "message": message, "field": "file"}
+        return b"application/json", json.dumps(body).encode()
     if path.startswith(b"/v1/"):
         error = {"message": message, "type": "invalid_request_error", "param": None, "code": "body_too_large"}
         return b"application/json", json.dumps({"error": error}).encode()

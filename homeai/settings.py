@@ -176,10 +176,13 @@ SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("HOMEAI_SECURE_COOKIES", H
 SECURE_HSTS_SECONDS = env_int("HOMEAI_HSTS_SECONDS", 31_536_000 if HOMEAI_BEHIND_TLS_PROXY else 0, minimum=0)
 
 # Request bodies, capped as they are read (homeai/bodylimit.py): the machine APIs' (/v1/, /api/),
-# and every other route's (forms and the pages' JSON). No route takes file uploads.
+# and every other route's (forms and the pages' JSON). The chat's import has its own, below.
 HOMEAI_MAX_BODY_API = env_int("HOMEAI_MAX_BODY_API", 4 * 2**20, minimum=1024)
 HOMEAI_MAX_BODY_FORM = env_int("HOMEAI_MAX_BODY_FORM", 2**20, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(HOMEAI_MAX_BODY_API, HOMEAI_MAX_BODY_FORM)
+# The largest file the chat's import takes (a HomeAI, ChatGPT or Open WebUI export); its route,
+# /chat/import/, takes this much body and a little more for the form around the file.
+HOMEAI_MAX_IMPORT_BYTES = env_int("HOMEAI_MAX_IMPORT_BYTES", 32 * 2**20, minimum=1024)
 
 # --- Redis: Celery broker and the Channels layer ---------------------------------------------
 

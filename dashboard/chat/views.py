@@ -1,5 +1,6 @@
-"""The chat pages: a conversation with its history, the list beside it, and the JSON endpoints the
-page calls (rename, delete, search, presets)."""
+"""The chat pages: a conversation with its history, the list beside it, the JSON endpoints the
+page calls (rename, delete, search, presets, share), export and import, and a shared chat's
+read-only page."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import content_disposition_header
 from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from inference import selectors
 from inference.catalog import catalog
 from inference.models import Conversation
-from inference.services import conversations, presets
+from inference.services import conversations, presets, sharing, transfer
 from inference.services.validation import SYSTEM_PROMPT_CHARS, validate_limited_text
 from infra.errors import ClientError
 
@@ -51,6 +55,7 @@ def chat(request: HttpRequest, conversation_id: int | None = None) -> HttpRespon
         "models": [{"name": n, "alias": known.alias(n), "held": known.held(n)} for n in known.chat_names],
         "system_prompt_chars": SYSTEM_PROMPT_CHARS,
         "presets": selectors.preset_list(user=request.user),
+        "import_max_bytes": settings.HOMEAI_MAX_IMPORT_BYTES,
     }
     context = {
         "conversations": selectors.conversation_list(user=request.user)[:200],
@@ -135,3 +140,92 @@ def preset_index(request: HttpRequest) -> JsonResponse:
 def preset_delete(request: HttpRequest, preset_id: int) -> JsonResponse:
     presets.preset_delete(user=request.user, preset_id=preset_id)
     return JsonResponse({"deleted": preset_id})
+
+
+# --- chats that travel: export, import, share ---------------------------------------------------
+
+EXPORT_FORMATS = {"json": "application/json", "md": "text/markdown; charset=utf-8"}
+
+
+@login_required
+@require_GET
+def conversation_export(request: HttpRequest, conversation_id: int | None = None) -> HttpResponse:
+    """A download: one of the person's chats (or all, without an id) as JSON or Markdown (?format=md)."""
+    kind = request.GET.get("format", "json")
+    if kind not in EXPORT_FORMATS:
+        raise Http404("No such export format.")
+    try:
+        if kind == "md":
+            body = transfer.chats_markdown(user=request.user, conversation_id=conversation_id)
+        else:
+            document = transfer.chats_export(user=request.user, conversation_id=conversation_id)
+            body = json.dumps(document, ensure_ascii=False, indent=1)
+    except ClientError:
+        raise Http404("No such conversation.") from None
+    stem = f"homeai-chat-{conversation_id}" if conversation_id else f"homeai-chats-{timezone.localdate():%Y-%m-%d}"
+    response = HttpResponse(body, content_type=EXPORT_FORMATS[kind])
+    response["Content-Disposition"] = content_disposition_header(True, f"{stem}.{kind}")
+    return response
+
+
+@login_required
+@require_POST
+@json_endpoint
+def conversation_import(request: HttpRequest) -> JsonResponse:
+    """An export file (multipart field "file"): its chats become the person's own."""
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise ClientError("bad_request", gettext("Choose a file to import."), field="file")
+    imported = transfer.chats_import(user=request.user, data=upload.read(settings.HOMEAI_MAX_IMPORT_BYTES + 1))
+    return JsonResponse({"imported": [{"id": c.id, "title": c.title} for c in imported]}, status=201)
+
+
+def share_payload(request: HttpRequest, conversation: Conversation) -> dict:
+    state = selectors.share_state(conversation=conversation)
+    token = state.pop("token")
+    url = request.build_absolute_uri(reverse("chat_shared", args=[token])) if token else None
+    return {"url": url, **state, "housemates": selectors.housemates(user=request.user)}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@json_endpoint
+def conversation_share(request: HttpRequest, conversation_id: int) -> JsonResponse:
+    """Who the chat is shared with (GET), or share it with {everyone, people: [ids]} (POST)."""
+    if request.method == "POST":
+        data = request_data(request)
+        sharing.conversation_share(
+            user=request.user,
+            conversation_id=conversation_id,
+            everyone=data.get("everyone", False),
+            people=data.get("people"),
+        )
+    conversation = conversations.own_conversation(user=request.user, conversation_id=conversation_id)
+    return JsonResponse(share_payload(request, conversation))
+
+
+@login_required
+@require_POST
+@json_endpoint
+def conversation_unshare(request: HttpRequest, conversation_id: int) -> JsonResponse:
+    sharing.conversation_unshare(user=request.user, conversation_id=conversation_id)
+    conversation = conversations.own_conversation(user=request.user, conversation_id=conversation_id)
+    return JsonResponse(share_payload(request, conversation))
+
+
+@login_required
+@require_GET
+def shared_chat(request: HttpRequest, token: str) -> HttpResponse:
+    """A chat shared with this person, read-only: the branch its owner shows (404 for anyone else)."""
+    conversation = selectors.shared_conversation(user=request.user, token=token)
+    if conversation is None:
+        raise Http404("No such shared chat.")
+    owner = conversation.user
+    account = getattr(owner, "account", None)
+    context = {
+        "conversation": conversation,
+        "history": selectors.conversation_history(conversation=conversation),
+        "owner_name": (account and account.display_name) or owner.username,
+        "is_owner": owner.id == request.user.id,
+    }
+    return render(request, "chat/shared.html", context)

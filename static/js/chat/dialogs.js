@@ -1,4 +1,4 @@
-/* The page's dialogs (chat settings, keyboard shortcuts): one open at a time, modal; each closes
+/* The page's dialogs (chat settings, sharing, keyboard shortcuts): one open at a time, modal; each closes
  * on its close buttons and on a click on its backdrop, and gives the focus back to what opened it. */
 
 import { ui } from "./state.js";
@@ -13,7 +13,7 @@ export function openDialog(dialog, opener) {
 }
 
 export function initDialogs() {
-  for (const dialog of [ui.settingsDialog, ui.shortcutsDialog]) {
+  for (const dialog of [ui.settingsDialog, ui.shareDialog, ui.shortcutsDialog]) {
     for (const button of dialog.querySelectorAll("[data-close]")) button.addEventListener("click", () => dialog.close());
     // Focus goes back to what opened the dialog.
     dialog.addEventListener("close", () => { if (dialogOpener && dialogOpener.isConnected) dialogOpener.focus(); });

@@ -14,6 +14,7 @@ export const ui = {
   searchStatus: $("search-status"), searchItems: $("search-items"), convNav: $("conversation-nav"),
   settingsButton: $("settings-button"), settingsSummary: $("settings-summary"), settingsDialog: $("settings-dialog"),
   shortcutsButton: $("shortcuts-button"), shortcutsDialog: $("shortcuts-dialog"),
+  shareButton: $("share-button"), shareDialog: $("share-dialog"), importForm: $("import-form"), importFile: $("import-file"),
 };
 
 export const config = Object.assign(
