@@ -176,6 +176,7 @@ def conversation_import(request: HttpRequest) -> JsonResponse:
     upload = request.FILES.get("file")
     if upload is None:
         raise ClientError("bad_request", gettext("Choose a file to import."), field="file")
+    transfer.check_size(upload.size)
     imported = transfer.chats_import(user=request.user, data=upload.read(settings.HOMEAI_MAX_IMPORT_BYTES + 1))
     return JsonResponse({"imported": [{"id": c.id, "title": c.title} for c in imported]}, status=201)
 

@@ -163,16 +163,22 @@ def bad_shape(detail: str) -> ClientError:
     return ClientError("bad_file", detail, field="file")
 
 
-def read_upload(data: bytes):
-    """The file's JSON: the file itself, or conversations.json inside a ChatGPT export's zip."""
+def check_size(size: int) -> None:
+    """Refuse a file past HOMEAI_MAX_IMPORT_BYTES, saying both sizes."""
     limit = settings.HOMEAI_MAX_IMPORT_BYTES
-    if len(data) > limit:
+    if size > limit:
         raise ClientError(
             "too_large",
             gettext("The file is %(size)s bytes; this server imports files of up to %(limit)s bytes.")
-            % {"size": f"{len(data):,}", "limit": f"{limit:,}"},
+            % {"size": f"{size:,}", "limit": f"{limit:,}"},
             field="file",
         )
+
+
+def read_upload(data: bytes):
+    """The file's JSON: the file itself, or conversations.json inside a ChatGPT export's zip."""
+    limit = settings.HOMEAI_MAX_IMPORT_BYTES
+    check_size(len(data))
     if data.startswith(b"PK\x03\x04"):
         data = _from_zip(data, limit)
     try:

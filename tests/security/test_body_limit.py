@@ -10,6 +10,8 @@ import socket
 import pytest
 from django.conf import settings
 
+from homeai import bodylimit
+
 GiB = 2**30
 MiB = 2**20
 CHUNK = b"x" * (64 * 1024)
@@ -77,3 +79,29 @@ def test_a_declared_length_over_the_routes_limit_is_refused_with_the_setting_nam
     # The kernel's socket buffers take some MiB before daphne reads the head: the answer ends the send.
     answer, _ = send_until_answered(web.port, request, frames(limit + len(CHUNK)), give_up_after=limit + 64 * MiB)
     assert answer.startswith(b"HTTP/1.1 413") and setting.encode() in answer, answer[:300]
+
+
+def test_the_chat_import_takes_its_own_limit_and_is_refused_past_it_in_the_pages_json(start_web):
+    web = start_web(HOMEAI_MAX_IMPORT_BYTES=str(2 * MiB))
+    # Past the form routes' limit, within the import's: the whole body is read and Django answers
+    # (here the first-run redirect: nobody has an account yet), not daphne's 413.
+    size = (settings.HOMEAI_MAX_BODY_FORM // len(CHUNK) + 1) * len(CHUNK)
+    extra = (b"Content-Type: application/octet-stream", f"Content-Length: {size}".encode(), b"Connection: close")
+    answer, sent = send_until_answered(
+        web.port, head(web.port, "/chat/import/", *extra), [CHUNK] * (size // len(CHUNK)), give_up_after=size
+    )
+    assert sent == size and answer.startswith(b"HTTP/1.1 302") and b"Location: /setup/" in answer, answer[:300]
+
+    declared = 2 * MiB + bodylimit.FORM_OVERHEAD + 1
+    extra = (b"Content-Type: multipart/form-data; boundary=x", f"Content-Length: {declared}".encode())
+    answer, _ = send_until_answered(
+        web.port, head(web.port, "/chat/import/", *extra), frames(declared + len(CHUNK)), give_up_after=64 * MiB
+    )
+    status, _, body = answer.partition(b"\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 413"), answer[:300]
+    assert json.loads(body) == {
+        "code": "too_large",
+        "message": "The file is larger than the 2,097,152 bytes this server imports; "
+        "import a smaller one (the limit is HOMEAI_MAX_IMPORT_BYTES).",
+        "field": "file",
+    }

@@ -98,6 +98,14 @@ def test_a_bad_upload_gets_a_sentence_in_the_endpoints_shape(bob):
     assert not Conversation.objects.exists()
 
 
+@override_settings(HOMEAI_MAX_IMPORT_BYTES=2048)
+def test_a_file_past_the_limit_is_refused_with_its_size(bob):
+    upload = SimpleUploadedFile("big.json", b"[" + b" " * 5000 + b"]")
+    refused = signed_in(bob).post("/chat/import/", {"file": upload})
+    assert refused.status_code == 400 and refused.json()["code"] == "too_large"
+    assert refused.json()["message"] == "The file is 5,002 bytes; this server imports files of up to 2,048 bytes."
+
+
 def test_the_import_needs_the_csrf_token(bob):
     client = Client(enforce_csrf_checks=True)
     client.force_login(bob)

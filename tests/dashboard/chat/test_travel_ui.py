@@ -23,7 +23,9 @@ EXPORTS = Path(__file__).resolve().parents[2] / "inference" / "exports"
 
 def test_a_chat_shared_with_bob_is_read_by_bob_alone_until_sharing_stops(open_chat, make_user):
     alice, bob, carol = make_user("alice"), make_user("bob"), make_user("carol")
-    conversation = test_markdown.stored_answer(alice, "Lemons are **sour**.", prompt="Tell me about lemons.").conversation
+    conversation = test_markdown.stored_answer(
+        alice, "Lemons are **sour**.", prompt="Tell me about lemons."
+    ).conversation
     page = open_chat(alice, f"/chat/{conversation.id}/")
     page.get_by_role("button", name="Share").click()
     dialog = page.get_by_role("dialog", name="Share this chat")
