@@ -368,8 +368,9 @@ def _chatgpt_text(message: dict) -> str:
 
 
 def _chatgpt_chat(item: dict) -> Chat:
-    """ChatGPT's mapping: a tree of nodes {id, message, parent, children}; the root and
-    hidden, empty or tool nodes are left out, their replies hanging from the nearest turn kept."""
+    """ChatGPT's mapping: a tree of nodes {id, message, parent, children}; the root, hidden and
+    empty messages, tools' output and calls to tools are left out, their replies hanging from
+    the nearest turn kept."""
     mapping = item["mapping"]
     title = item.get("title") if isinstance(item.get("title"), str) else ""
     label = title or gettext("Imported chat")
@@ -404,7 +405,9 @@ def _chatgpt_chat(item: dict) -> Chat:
         role = author.get("role") if isinstance(author, dict) else None
         metadata = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
         text = _chatgpt_text(message)
-        if role in CHATGPT_SKIPPED_ROLES or metadata.get("is_visually_hidden_from_conversation") or not text.strip():
+        to_tool = message.get("recipient") not in (None, "all")  # a call to a tool, not a turn of the chat
+        hidden = metadata.get("is_visually_hidden_from_conversation")
+        if role in CHATGPT_SKIPPED_ROLES or to_tool or hidden or not text.strip():
             continue
         role = _role(role, label)
         if role == Message.Role.SYSTEM:
