@@ -1,11 +1,12 @@
 """Chats that travel, in Debian's Chromium: share a chat with one person from its dialog (they
 read it with its markdown drawn, another person gets 404, Stop sharing ends the link), import
 a ChatGPT export from the sidebar (and a file that is none, with its sentence), and download
-the chat's JSON from the Export menu."""
+the chat's JSON from the Export menu; and the docs' share screenshots (HOMEAI_SCREENSHOTS=1)."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,8 @@ open_chat = test_markdown.open_chat  # the fixture: open_chat(user, path, **cont
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
-EXPORTS = Path(__file__).resolve().parents[2] / "inference" / "exports"
+ROOT = Path(__file__).resolve().parents[3]
+EXPORTS = ROOT / "tests" / "inference" / "exports"
 
 
 def test_a_chat_shared_with_bob_is_read_by_bob_alone_until_sharing_stops(open_chat, make_user):
@@ -76,3 +78,27 @@ def test_a_chatgpt_export_imports_from_the_sidebar_and_a_bad_file_gets_a_sentenc
     document = json.loads(Path(download.value.path()).read_text())
     assert document["format"] == "homeai.chats"
     assert len(document["conversations"][0]["messages"]) == 5
+
+
+@pytest.mark.skipif(not os.environ.get("HOMEAI_SCREENSHOTS"), reason="set HOMEAI_SCREENSHOTS=1 to refresh docs/")
+def test_take_share_screenshots_for_the_docs(open_chat, make_user):
+    """HOMEAI_SCREENSHOTS=1 pytest tests/dashboard/chat/test_travel_ui.py -k screenshots."""
+    sam, ana = make_user("sam"), make_user("ana")
+    make_user("leo")
+    conversation = test_markdown.stored_answer(
+        sam, test_markdown.MARKDOWN, prompt="Show me a Python greeting."
+    ).conversation
+    out = ROOT / "docs" / "screenshots"
+    out.mkdir(parents=True, exist_ok=True)
+    page = open_chat(sam, f"/chat/{conversation.id}/", viewport={"width": 1280, "height": 800})
+    page.get_by_role("button", name="Share").click()
+    dialog = page.get_by_role("dialog", name="Share this chat")
+    dialog.get_by_role("checkbox", name="ana").check()
+    dialog.get_by_role("button", name="Share", exact=True).click()
+    expect(dialog.get_by_role("textbox", name="Link")).not_to_have_value("")
+    page.screenshot(path=str(out / "chat-share.png"))
+    reader = open_chat(
+        ana, dialog.get_by_role("textbox", name="Link").input_value(), viewport={"width": 1280, "height": 800}
+    )
+    expect(reader.locator(".message.assistant .code-block")).to_be_visible()
+    reader.screenshot(path=str(out / "chat-shared.png"))
