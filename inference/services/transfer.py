@@ -159,6 +159,13 @@ class Chat:
     updated_at: datetime | None = None
 
 
+def not_an_export() -> str:
+    return gettext(
+        "This file is JSON but not a chat export HomeAI knows: choose an export from HomeAI, "
+        "ChatGPT (conversations.json) or Open WebUI."
+    )
+
+
 def bad_shape(detail: str) -> ClientError:
     return ClientError("bad_file", detail, field="file")
 
@@ -187,6 +194,8 @@ def read_upload(data: bytes):
         raise bad_shape(
             gettext("This file is not JSON: choose an export from HomeAI, ChatGPT (conversations.json) or Open WebUI.")
         ) from None
+    except RecursionError:  # JSON nested deeper than any export is
+        raise bad_shape(not_an_export()) from None
 
 
 def _from_zip(data: bytes, limit: int) -> bytes:
@@ -218,12 +227,7 @@ def parse_chats(document) -> list[Chat]:
         return [_chatgpt_chat(item) for item in items]
     if items and all(isinstance(item, dict) and isinstance(_webui_body(item), dict) for item in items):
         return [_webui_chat(item) for item in items]
-    raise bad_shape(
-        gettext(
-            "This file is JSON but not a chat export HomeAI knows: choose an export from HomeAI, "
-            "ChatGPT (conversations.json) or Open WebUI."
-        )
-    )
+    raise bad_shape(not_an_export())
 
 
 def _title(value, fallback_turns: list[Turn]) -> str:
@@ -231,7 +235,7 @@ def _title(value, fallback_turns: list[Turn]) -> str:
     if not title:
         first = next((t.content for t in fallback_turns if t.role == Message.Role.USER and t.content.strip()), "")
         title = " ".join(first.split()) or gettext("Imported chat")
-    return title[:TITLE_CHARS]
+    return title.replace("\x00", "")[:TITLE_CHARS]
 
 
 def _time(value) -> datetime | None:
@@ -285,6 +289,10 @@ def _ordered(chat: Chat, title: str) -> Chat:
     if chat.current not in by_key:
         chat.current = None
     return chat
+
+
+def _listed(value) -> list:
+    return value if isinstance(value, list) else []
 
 
 def _text(value, what: str) -> str:
@@ -381,8 +389,8 @@ def _chatgpt_chat(item: dict) -> Chat:
     def nearest(key) -> str | None:
         """The kept node at or above key (iterative: a long chat is a deep tree)."""
         chain = []
-        while key is not None and key not in kept:
-            node = mapping.get(key)
+        while key is not None and not (isinstance(key, str) and key in kept):
+            node = mapping.get(key) if isinstance(key, str) else None
             if not isinstance(node, dict) or len(chain) > len(mapping):
                 raise bad_shape(
                     gettext('A message in the chat "%(title)s" answers a message that is not in the file.')
@@ -390,7 +398,7 @@ def _chatgpt_chat(item: dict) -> Chat:
                 )
             chain.append(key)
             key = node.get("parent")
-        found = kept.get(key) if key is not None else None
+        found = kept[key] if key is not None else None
         for k in chain:
             kept[k] = found
         return found
@@ -428,7 +436,7 @@ def _chatgpt_chat(item: dict) -> Chat:
             )
         )
     # Siblings in the order ChatGPT lists them (its version "1 / 2" first), not the file's key order.
-    rank = {str(child): i for node in mapping.values() for i, child in enumerate(node.get("children") or [])}
+    rank = {str(child): i for node in mapping.values() for i, child in enumerate(_listed(node.get("children")))}
     turns.sort(key=lambda t: rank.get(t.key, 0))
     current = item.get("current_node")
     current = current if isinstance(current, str) and current in mapping else None
@@ -478,7 +486,7 @@ def _webui_chat(item: dict) -> Chat:
             )
         )
     # Siblings in the order Open WebUI lists them (childrenIds), as its "1 / 2" does.
-    rank = {str(child): i for m in messages.values() for i, child in enumerate(m.get("childrenIds") or [])}
+    rank = {str(child): i for m in messages.values() for i, child in enumerate(_listed(m.get("childrenIds")))}
     turns.sort(key=lambda t: rank.get(t.key, 0))
     params = body.get("params") if isinstance(body.get("params"), dict) else {}
     system = params.get("system") or body.get("system") or ""
@@ -534,7 +542,7 @@ def _store(chat: Chat, user) -> Conversation:
             conversation=conversation,
             parent_id=ids[turn.parent] if turn.parent is not None else None,
             role=turn.role,
-            content=turn.content,
+            content=turn.content.replace("\x00", ""),  # PostgreSQL's text holds no NUL
         )
         ids[turn.key] = message.id
         if turn.created_at is not None:

@@ -266,3 +266,60 @@ def test_a_file_past_the_limit_is_refused_before_it_is_read(alice):
         transfer.chats_import(user=alice, data=b"[" + b" " * 3000 + b"]")
     assert refused.value.code == "too_large"
     assert refused.value.message == "The file is 3,002 bytes; this server imports files of up to 2,048 bytes."
+
+
+HOSTILE = [
+    [{"mapping": {"a": "not a node"}}],
+    [{"mapping": {"a": {"message": {"author": {"role": "user"}, "content": {"parts": ["hi"]}}, "parent": ["x"]}}}],
+    [{"mapping": {"a": {"message": {"author": "user", "content": {"parts": ["hi"]}}}}}],
+    [{"chat": {"history": {"messages": ["a list"]}}}],
+    [{"chat": {"history": {"messages": {"a": {"role": "user", "content": {"text": "hi"}}}}}}],
+    [{"chat": {"history": {"messages": {"a": {"role": "user", "content": "hi", "childrenIds": 3, "parentId": "b"}}}}}],
+    {
+        "format": "homeai.chats",
+        "version": 1,
+        "conversations": [{"messages": [{"id": 1, "role": "user", "content": 5}]}],
+    },
+    {
+        "format": "homeai.chats",
+        "version": 1,
+        "conversations": [{"messages": [{"id": 1, "role": "user"}], "settings": 3}],
+    },
+    {
+        "format": "homeai.chats",
+        "version": 1,
+        "conversations": [
+            {
+                "messages": [
+                    {
+                        "id": 1,
+                        "role": "assistant",
+                        "generation": {"status": "done", "sampling": {"temperature": 1}, "max_tokens": -4},
+                    }
+                ]
+            }
+        ],
+    },  # fmt: skip
+    {"format": "homeai.chats", "version": 2, "conversations": []},
+    {"format": "homeai.chats", "version": 1, "conversations": []},
+]
+
+
+@pytest.mark.parametrize("document", HOSTILE)
+def test_a_hostile_shape_gets_a_sentence_never_a_crash(alice, document):
+    with pytest.raises(ClientError) as refused:
+        transfer.chats_import(user=alice, data=upload(document))
+    assert refused.value.field in ("file", "temperature", "top_p", "max_tokens", "system_prompt", "settings")
+    assert not Conversation.objects.exists()
+
+
+def test_json_nested_past_any_export_is_refused_with_a_sentence(alice):
+    with pytest.raises(ClientError, match="not a chat export HomeAI knows"):
+        transfer.chats_import(user=alice, data=b"[" * 100_000 + b"]" * 100_000)
+
+
+def test_a_nul_in_a_message_is_dropped_not_a_database_error(alice):
+    document = json.loads((EXPORTS / "openwebui_export.json").read_text())
+    document[0]["chat"]["history"]["messages"]["b1f0a2c3-1111-4aaa-8bbb-000000000001"]["content"] = "tall\x00 and thin"
+    [chat] = transfer.chats_import(user=alice, data=upload(document))
+    assert Message.objects.get(conversation=chat, parent=None).content == "tall and thin"
