@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -206,7 +207,8 @@ def _from_zip(data: bytes, limit: int) -> bytes:
                 raise bad_shape(gettext("This zip file holds no conversations.json (ChatGPT's export has one)."))
             with archive.open(names[0]) as member:
                 content = member.read(limit + 1)  # a declared size can lie: read no more than the limit
-    except zipfile.BadZipFile:
+    except (zipfile.BadZipFile, EOFError, zlib.error, RuntimeError, NotImplementedError):
+        # Damaged, cut short, encrypted, or packed in a way Python's zipfile cannot unpack.
         raise bad_shape(gettext("This zip file cannot be read.")) from None
     if len(content) > limit:
         raise ClientError(
@@ -255,7 +257,7 @@ def _time(value) -> datetime | None:
 
 
 def _role(role, chat_title: str) -> str:
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise bad_shape(
             gettext('The chat "%(title)s" has a message from "%(role)s"; HomeAI knows only user, assistant and system.')
             % {"title": chat_title, "role": str(role)[:40]}

@@ -273,6 +273,7 @@ HOSTILE = [
     [{"mapping": {"a": {"message": {"author": {"role": "user"}, "content": {"parts": ["hi"]}}, "parent": ["x"]}}}],
     [{"mapping": {"a": {"message": {"author": "user", "content": {"parts": ["hi"]}}}}}],
     [{"chat": {"history": {"messages": ["a list"]}}}],
+    [{"chat": {"history": {"messages": {"a": {"role": {"name": "user"}, "content": "hi"}}}}}],
     [{"chat": {"history": {"messages": {"a": {"role": "user", "content": {"text": "hi"}}}}}}],
     [{"chat": {"history": {"messages": {"a": {"role": "user", "content": "hi", "childrenIds": 3, "parentId": "b"}}}}}],
     {
@@ -323,3 +324,14 @@ def test_a_nul_in_a_message_is_dropped_not_a_database_error(alice):
     document[0]["chat"]["history"]["messages"]["b1f0a2c3-1111-4aaa-8bbb-000000000001"]["content"] = "tall\x00 and thin"
     [chat] = transfer.chats_import(user=alice, data=upload(document))
     assert Message.objects.get(conversation=chat, parent=None).content == "tall and thin"
+
+
+def test_a_damaged_zip_member_gets_a_sentence(alice):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("conversations.json", (EXPORTS / "chatgpt_conversations.json").read_text())
+    data = bytearray(buffer.getvalue())
+    middle = len(data) // 2
+    data[middle : middle + 64] = b"\xff" * 64  # the compressed stream, broken
+    with pytest.raises(ClientError, match="This zip file cannot be read."):
+        transfer.chats_import(user=alice, data=bytes(data))
