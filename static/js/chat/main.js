@@ -14,6 +14,7 @@ import { initSidebar } from "./sidebar.js";
 import { initSettings } from "./settings.js";
 import { initDialogs } from "./dialogs.js";
 import { initShortcuts } from "./shortcuts.js";
+import { initOffline } from "./offline.js";
 
 const { readJson, renderMarkdown } = window.HomeAI;
 const WARM_UP = "A *warm-up*: `code`, [a link](https://example.org)\n\n- one\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nprint(1)\n```";
@@ -29,6 +30,7 @@ function init() {
   initShortcuts();
   initSettings();
   initDialogs();
+  initOffline();
   connect(HANDLERS);
 }
 
