@@ -79,6 +79,7 @@ def manifest(request: HttpRequest) -> JsonResponse:
 def service_worker(request: HttpRequest) -> HttpResponse:
     config = {
         "chat": reverse("chat"),
+        "deleteChat": reverse("conversation_delete", args=[0]),  # the worker reads the 0 as any id
         "signIn": reverse(settings.LOGIN_URL),
         "static": settings.STATIC_URL if settings.STATIC_URL.startswith("/") else "/" + settings.STATIC_URL,
         "catalog": reverse("javascript_catalog"),

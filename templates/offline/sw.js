@@ -6,9 +6,9 @@
  * not there.
  *
  * - A chat page goes to the network first; a copy of what came back is kept. When the network
- *   fails, the kept copy is served, marked `data-offline-copy` on <html> (chat/offline.js then
- *   shows it read-only and reloads once the server answers again). A chat never kept here gets
- *   the chat list's copy, which says so.
+ *   fails (or has not answered in NETWORK_WAIT_MS), the kept copy is served, marked
+ *   `data-offline-copy` on <html> (chat/offline.js then shows it read-only and reloads once the
+ *   server answers again). A chat never kept here gets the chat list's copy, which says so.
  * - Kept pages live in one cache per person, named by the key their page's response carries
  *   (CONFIG.personHeader): keeping a page of another person first deletes the previous person's,
  *   and opening the sign-in page (where every sign-out ends) deletes every cache of this worker.
@@ -20,8 +20,9 @@
 const CONFIG = {{ config }};
 const STATIC_CACHE = "homeai-static-v1";
 const PERSON_PREFIX = "homeai-person-";
-const escaped = CONFIG.chat.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-const CHAT_PAGE = new RegExp(`^${escaped}(\\d+/)?$`);  // the chat list and one conversation
+const literal = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const CHAT_PAGE = new RegExp(`^${literal(CONFIG.chat)}(\\d+/)?$`);  // the chat list and one conversation
+const DELETE_CHAT = new RegExp(`^${literal(CONFIG.deleteChat).replace("/0/", "/(\\d+)/")}$`);  // its Delete form's address
 
 self.addEventListener("install", () => self.skipWaiting());
 
@@ -65,14 +66,26 @@ async function forgetAll() {
   for (const name of await caches.keys()) if (name.startsWith("homeai-")) await caches.delete(name);
 }
 
-// Keeps a chat page as it came from the network: a whole page of a signed-in person, never a redirect.
+// Keeps a chat page as it came from the network: a whole page of a signed-in person, never a
+// redirect; the MAX_PAGES kept last (a cache lists its entries in the order they were put).
+// A chat the server no longer has (deleted) loses its copy.
+const MAX_PAGES = 50;
+
 async function keepPage(url, response) {
+  if (response.status === 404) {
+    const name = await personCache();
+    if (name) await (await caches.open(name)).delete(pageKey(url));
+    return;
+  }
   const person = response.headers.get(CONFIG.personHeader);
   const html = (response.headers.get("Content-Type") || "").startsWith("text/html");
   if (!person || !html || response.status !== 200 || response.type !== "basic" || response.redirected) return;
   const name = PERSON_PREFIX + person;
   await forgetPeople(name);
-  await (await caches.open(name)).put(pageKey(url), response);
+  const cache = await caches.open(name);
+  await cache.put(pageKey(url), response);
+  const pages = (await cache.keys()).filter((request) => CHAT_PAGE.test(new URL(request.url).pathname));
+  for (const request of pages.slice(0, Math.max(0, pages.length - MAX_PAGES))) await cache.delete(request);
 }
 
 async function offlineCopy(url) {
@@ -85,15 +98,23 @@ async function offlineCopy(url) {
   return new Response(html, { status: 200, headers: { "Content-Type": kept.headers.get("Content-Type") } });
 }
 
-async function page(request) {
-  let response;
+// A phone away from home may wait a long time on the server's LAN address before the fetch
+// fails: past this, the copy is shown, and the page reloads itself if the server answers after all.
+const NETWORK_WAIT_MS = 10000;
+
+async function page(event) {
+  const request = event.request;
+  const network = fetch(request).then(async (response) => {
+    await keepPage(request.url, response.clone());
+    return response;
+  });
+  event.waitUntil(network.catch(() => null));  // kept even when the copy was served first
+  const late = new Promise((resolve) => setTimeout(resolve, NETWORK_WAIT_MS, null));
   try {
-    response = await fetch(request);
-  } catch (error) {
-    return (await offlineCopy(request.url)) || Response.error();
-  }
-  await keepPage(request.url, response.clone());
-  return response;
+    const response = await Promise.race([network, late]);
+    if (response) return response;
+  } catch (error) { /* offline: the copy */ }
+  return (await offlineCopy(request.url)) || network.catch(() => Response.error());
 }
 
 async function assetCache(what) {
@@ -114,10 +135,20 @@ async function asset(request, what) {
   return response;
 }
 
+// A chat deleted here loses its copy at once. The form itself goes to the network untouched
+// (were it refused, the copy comes back with the next visit).
+async function forgetDeleted(url) {
+  const id = new URL(url).pathname.match(DELETE_CHAT)[1];
+  const name = await personCache();
+  if (name) await (await caches.open(name)).delete(new URL(CONFIG.chat + id + "/", url).href);
+}
+
 self.addEventListener("fetch", (event) => {
+  const request = event.request;
+  if (request.method === "POST" && DELETE_CHAT.test(new URL(request.url).pathname)) event.waitUntil(forgetDeleted(request.url));
   const what = kind(event.request);
   if (what === "signin") event.respondWith(forgetAll().then(() => fetch(event.request)));
-  else if (what === "page") event.respondWith(page(event.request));
+  else if (what === "page") event.respondWith(page(event));
   else if (what) event.respondWith(asset(event.request, what));
 });
 

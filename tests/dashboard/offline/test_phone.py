@@ -117,6 +117,15 @@ def test_the_chat_installs_opens_offline_read_only_and_reconnects_by_itself(
     expect(page.locator(".message.assistant .stats-line")).to_have_count(2, timeout=600_000)
     assert Generation.objects.filter(conversation_id=lighthouse.conversation_id).count() == 2
 
+    # A chat deleted here is no longer kept.
+    copy = f"{live_server_url}/chat/{lighthouse.conversation_id}/"
+    assert page.evaluate(f"async () => Boolean(await caches.match('{copy}'))")
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.locator(".delete-form button").click()
+    expect(page).to_have_url(f"{live_server_url}/chat/")
+    page.wait_for_function(f"async () => !(await caches.match('{copy}'))")
+    assert not page.evaluate(f"async () => Boolean(await caches.match('{copy}'))")
+
 
 def test_signing_out_empties_the_offline_copy_and_another_person_never_reads_it(
     page, live_server_url, make_user, transactional_db

@@ -60,6 +60,7 @@ def test_the_service_worker_is_javascript_at_the_root_with_the_apps_addresses():
     config = json.loads(re.search(r"^const CONFIG = (.*);$", response.content.decode(), re.M).group(1))
     assert config == {
         "chat": "/chat/",
+        "deleteChat": "/chat/0/delete/",
         "signIn": "/accounts/login/",
         "static": "/static/",
         "catalog": "/i18n/catalog.js",
