@@ -16,7 +16,7 @@ function showReadOnly() {
   document.body.classList.add("offline-copy");
   ui.input.disabled = true;
   ui.maxTokens.disabled = true;
-  ui.input.placeholder = gettext("Offline: this chat can be read, not continued.");
+  ui.input.placeholder = gettext("Offline: read only");
   const notice = $("offline-notice");
   notice.hidden = false;
   // A chat this device never kept gets the chat list's copy: say so.

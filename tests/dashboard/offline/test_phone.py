@@ -3,6 +3,7 @@ saying so), reconnects by itself, and forgets them at sign-out; in Debian's Chro
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from tests.support import CHROMIUM, CHROMIUM_ARGS, session_cookie
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 ARTIFACTS = Path(settings.DATA_DIR) / "artifacts"
+ROOT = Path(__file__).resolve().parents[3]
 # Every cache this origin holds, with the addresses each keeps.
 CACHES = """async () => {
     const out = {};
@@ -95,6 +97,7 @@ def test_the_chat_installs_opens_offline_read_only_and_reconnects_by_itself(
     expect(page.locator("#connection-status")).to_have_text("Offline")
     expect(page.locator("#message-input")).to_be_disabled()
     expect(page.locator("#send-button")).to_be_hidden()
+    expect(page.locator("#max-tokens")).to_be_hidden()
     expect(page.locator(".conversation-link")).to_have_count(2)  # the list as it was
 
     # A chat never opened on this device: the list's copy, which says the chat was not kept.
@@ -163,3 +166,23 @@ def test_signing_out_empties_the_offline_copy_and_another_person_never_reads_it(
     expect(page.locator("#offline-not-kept")).to_be_visible()
     expect(page.locator(".conversation-title")).to_have_text(["BOB's shopping list"])
     assert "SECRET" not in page.content()
+
+
+@pytest.mark.skipif(not os.environ.get("HOMEAI_SCREENSHOTS"), reason="set HOMEAI_SCREENSHOTS=1 to refresh docs/")
+def test_take_the_offline_phone_screenshot_for_the_docs(page, live_server_url, make_user, transactional_db):
+    """HOMEAI_SCREENSHOTS=1 pytest tests/dashboard/offline/test_phone.py -k screenshot."""
+    sam = make_user("sam")
+    chat = factories.finished_generation(
+        sam,
+        prompt="Which plants on the balcony need water twice a week?",
+        answer="In summer: the **basil**, the **tomatoes** and the *mint*. The rosemary and the succulents "
+        "are happier dry; water them when the top of the soil is dry.",
+    )
+    sign_in(page, live_server_url, sam)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/chat/{chat.conversation_id}/")
+    expect(page.locator("html")).to_have_attribute("data-offline-ready", "true")
+    page.context.set_offline(True)
+    page.reload()
+    expect(page.locator("#offline-notice")).to_be_visible()
+    page.screenshot(path=str(ROOT / "docs" / "screenshots" / "chat-offline-phone.png"))
