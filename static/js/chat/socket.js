@@ -3,7 +3,7 @@
 
 import { ui, config, state, ACTIVE } from "./state.js";
 import { updateControls, showBanner } from "./controls.js";
-import { offlineCopy, OFFLINE_LABELS, backOnline } from "./offline.js";
+import { offlineCopy, OFFLINE_LABELS, backOnline, probe } from "./offline.js";
 
 const { ReconnectingSocket } = window.HomeAI;
 const SYNC_AFTER_MS = 3000;  // unfinished answers silent this long: ask the server where they are
@@ -42,7 +42,7 @@ function handleEvent(handler) {
 }
 
 function onConnection(connection, { reconnected }) {
-  if (connection === "connected" && offlineCopy) { backOnline(); return; }
+  if (offlineCopy) { if (connection === "connected") backOnline(); else probe(); return; }
   if (reconnected) requestSync();
   if (connection !== "connected") state.pendingAction = null;
   if (connection !== "connected" && state.pending) {

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.contrib.sessions.models import Session
 from playwright.sync_api import expect, sync_playwright
 
 from inference.models import Generation
@@ -166,6 +167,13 @@ def test_signing_out_empties_the_offline_copy_and_another_person_never_reads_it(
     expect(page.locator("#offline-not-kept")).to_be_visible()
     expect(page.locator(".conversation-title")).to_have_text(["BOB's shopping list"])
     assert "SECRET" not in page.content()
+
+    # Bob's session ends on the server while the phone is offline: back in reach, the copy does
+    # not wait for a socket the server refuses; it goes to the sign-in page, which empties it.
+    Session.objects.all().delete()
+    page.context.set_offline(False)
+    expect(page).to_have_url(re.compile(r"/accounts/login/"), timeout=60_000)
+    assert kept(page) == {}
 
 
 @pytest.mark.skipif(not os.environ.get("HOMEAI_SCREENSHOTS"), reason="set HOMEAI_SCREENSHOTS=1 to refresh docs/")
