@@ -6,8 +6,10 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.contrib.auth import get_user_model
 from django.shortcuts import redirect
 
-# Machine clients (API, Prometheus, health checks) get their own answers, never a redirect.
+# Machine clients (API, Prometheus, health checks) get their own answers, never a redirect; so do
+# the files a browser fetches by itself (the app's manifest and service worker).
 EXEMPT_PREFIXES = ("/setup/", "/static/", "/i18n/", "/health", "/v1/", "/api/", "/props", "/slots", "/metrics")
+EXEMPT_PREFIXES += ("/sw.js", "/manifest.webmanifest")
 
 
 class FirstRunMiddleware:

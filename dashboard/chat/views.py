@@ -17,6 +17,7 @@ from django.utils.http import content_disposition_header
 from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from dashboard.offline.views import offline_page
 from inference import selectors
 from inference.catalog import catalog
 from inference.models import Conversation
@@ -33,6 +34,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
+@offline_page
 def chat(request: HttpRequest, conversation_id: int | None = None) -> HttpResponse:
     conversation = None
     history: list[dict] = []

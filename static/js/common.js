@@ -253,6 +253,13 @@
     });
   }
 
+  // The installable app's service worker (templates/offline/sw.js), named by base.html's manifest
+  // link. Browsers allow one on https and on localhost only; elsewhere the site works as before.
+  const manifest = document.querySelector("link[rel=manifest][data-service-worker]");
+  if (manifest && "serviceWorker" in navigator) {
+    navigator.serviceWorker.register(manifest.dataset.serviceWorker).catch((e) => console.warn("HomeAI: no service worker", e));
+  }
+
   window.HomeAI = Object.freeze({
     $, el, readJson, setText, isNum, fmtNum, say, fmtMs, fmtRate, fmtInt, fmtBytes, fmtCount, copyText, copyButton,
     fetchJson, debounce, ReconnectingSocket,

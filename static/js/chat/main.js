@@ -15,6 +15,7 @@ import { initSettings } from "./settings.js";
 import { initDialogs } from "./dialogs.js";
 import { initShortcuts } from "./shortcuts.js";
 import { initTravel } from "./travel.js";
+import { initOffline } from "./offline.js";
 
 const { readJson, renderMarkdown } = window.HomeAI;
 const WARM_UP = "A *warm-up*: `code`, [a link](https://example.org)\n\n- one\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nprint(1)\n```";
@@ -31,6 +32,7 @@ function init() {
   initSettings();
   initDialogs();
   initTravel();
+  initOffline();
   connect(HANDLERS);
 }
 

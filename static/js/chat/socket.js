@@ -3,6 +3,7 @@
 
 import { ui, config, state, ACTIVE } from "./state.js";
 import { updateControls, showBanner } from "./controls.js";
+import { offlineCopy, OFFLINE_LABELS, backOnline, probe } from "./offline.js";
 
 const { ReconnectingSocket } = window.HomeAI;
 const SYNC_AFTER_MS = 3000;  // unfinished answers silent this long: ask the server where they are
@@ -41,6 +42,7 @@ function handleEvent(handler) {
 }
 
 function onConnection(connection, { reconnected }) {
+  if (offlineCopy) { if (connection === "connected") backOnline(); else probe(); return; }
   if (reconnected) requestSync();
   if (connection !== "connected") state.pendingAction = null;
   if (connection !== "connected" && state.pending) {
@@ -54,7 +56,7 @@ function onConnection(connection, { reconnected }) {
 // handlers: {type: fn(msg)}, the server's events (events.js).
 export function connect(handlers) {
   const watched = Object.fromEntries(Object.entries(handlers).map(([type, handler]) => [type, handleEvent(handler)]));
-  state.socket = new ReconnectingSocket(config.ws_path, { handlers: watched, status: ui.status, onState: onConnection, maxDelayMs: 5000 });
+  state.socket = new ReconnectingSocket(config.ws_path, { handlers: watched, status: ui.status, labels: offlineCopy ? OFFLINE_LABELS : {}, onState: onConnection, maxDelayMs: 5000 });
   updateControls();
   state.socket.start();
 }
