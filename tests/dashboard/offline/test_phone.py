@@ -52,6 +52,11 @@ def page(live_server_url, monkeypatch, tmp_path):
         context.close()
 
 
+# The worker keeps a page by fetching it, the chat list and the static files again: on a busy
+# 2-core box that takes longer than expect()'s default 5 s.
+SW_READY_MS = 60_000
+
+
 def sign_in(page, live_server_url, user) -> None:
     page.context.clear_cookies()
     page.context.add_cookies([{"name": "sessionid", "value": session_cookie(user), "url": live_server_url}])
@@ -72,7 +77,7 @@ def test_the_chat_installs_opens_offline_read_only_and_reconnects_by_itself(
 
     # The manifest is linked and Chromium reads it without an error; the worker controls the page
     # and has kept this chat; and Chromium's own installability check (Lighthouse's) finds nothing missing.
-    expect(page.locator("html")).to_have_attribute("data-offline-ready", "true")
+    expect(page.locator("html")).to_have_attribute("data-offline-ready", "true", timeout=SW_READY_MS)
     assert page.evaluate("navigator.serviceWorker.controller.scriptURL") == f"{live_server_url}/sw.js"
     cdp = page.context.new_cdp_session(page)
     manifest = cdp.send("Page.getAppManifest")
@@ -140,7 +145,7 @@ def test_signing_out_empties_the_offline_copy_and_another_person_never_reads_it(
 
     sign_in(page, live_server_url, alice)
     page.goto(f"/chat/{secret.conversation_id}/")
-    expect(page.locator("html")).to_have_attribute("data-offline-ready", "true")
+    expect(page.locator("html")).to_have_attribute("data-offline-ready", "true", timeout=SW_READY_MS)
     assert any(name.startswith("homeai-person-") for name in kept(page))
 
     # Sign out (the phone's menu): every copy is gone by the time the sign-in page shows.
@@ -153,10 +158,10 @@ def test_signing_out_empties_the_offline_copy_and_another_person_never_reads_it(
     # the server, say): Bob's page replaces her copy, and offline he reads only his own chats.
     sign_in(page, live_server_url, alice)
     page.goto(f"/chat/{secret.conversation_id}/")
-    expect(page.locator("html")).to_have_attribute("data-offline-ready", "true")
+    expect(page.locator("html")).to_have_attribute("data-offline-ready", "true", timeout=SW_READY_MS)
     sign_in(page, live_server_url, bob)
     page.goto("/chat/")
-    expect(page.locator("html")).to_have_attribute("data-offline-ready", "true")
+    expect(page.locator("html")).to_have_attribute("data-offline-ready", "true", timeout=SW_READY_MS)
     people = [name for name in kept(page) if name.startswith("homeai-person-")]
     assert len(people) == 1
     assert f"{live_server_url}/chat/{secret.conversation_id}/" not in kept(page)[people[0]]
@@ -189,7 +194,7 @@ def test_take_the_offline_phone_screenshot_for_the_docs(page, live_server_url, m
     sign_in(page, live_server_url, sam)
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(f"/chat/{chat.conversation_id}/")
-    expect(page.locator("html")).to_have_attribute("data-offline-ready", "true")
+    expect(page.locator("html")).to_have_attribute("data-offline-ready", "true", timeout=SW_READY_MS)
     page.context.set_offline(True)
     page.reload()
     expect(page.locator("#offline-notice")).to_be_visible()
