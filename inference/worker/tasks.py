@@ -10,7 +10,8 @@ from celery import shared_task
 from celery.signals import celeryd_after_setup, task_prerun, worker_ready, worker_shutdown
 from django.conf import settings
 
-from inference import model_library, probe
+from documents import indexing
+from inference import broadcast, model_library, probe
 
 # Acknowledged when it starts: the database, not the broker, knows whether an answer ran.
 from inference.dispatch import registry
@@ -36,6 +37,18 @@ def load_model(model_name: str, keep_alive_s: float | None = None) -> None:
 @shared_task(name=registry.EMBED_TASK, ignore_result=True)
 def embed(batch_id: int, texts: list[str], truncate: bool) -> None:
     embedder.batch_run(batch_id=batch_id, texts=texts, truncate=truncate)
+
+
+@shared_task(name=registry.INDEX_TASK, ignore_result=True)
+def index_collection(job_id: int, model_name: str) -> None:
+    """A collection's indexing job, embedded with this worker's embedding model (one batch of
+    chunks at a time, between other requests' batches: embedder's lock)."""
+    indexing.job_run(
+        job_id=job_id,
+        worker=registry.worker_name(),
+        embed=lambda texts: embedder.embed(model_name, texts, truncate=True).vectors,
+        report=lambda state: broadcast.publish_collection(state["collection"], [{"type": "index.progress", **state}]),
+    )
 
 
 @shared_task(name=registry.DEMO_DOCUMENT_TASK, ignore_result=True)
