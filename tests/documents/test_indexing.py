@@ -1,0 +1,132 @@
+"""A folder indexed by a real worker with the real embedding model: what it reads, what it
+refuses and why, and a re-scan that re-embeds only what changed and forgets what is gone."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+
+import pytest
+from django.conf import settings
+
+from documents import folders, selectors, services
+from documents.models import Chunk, Collection, Document, IndexJob
+from inference.dispatch import registry
+from infra.errors import ClientError
+from tests.documents import files
+from tests.support import wait_until
+
+EMBEDDING_MODEL = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
+
+
+@pytest.fixture
+def folder():
+    """A fresh folder inside the documents folder, removed afterwards."""
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    path = settings.HOMEAI_DOCUMENTS_DIR / name
+    path.mkdir(parents=True)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def run_index(user, collection: Collection) -> IndexJob:
+    """Start the collection's indexing as the API does, and wait for its job to end."""
+    job, new = services.index_job_start(user=user, collection=collection, live_workers=set())
+    assert new
+    registry.send_index(job.id, EMBEDDING_MODEL)
+    assert wait_until(lambda: IndexJob.objects.get(id=job.id).status not in IndexJob.ACTIVE, timeout=300)
+    return IndexJob.objects.get(id=job.id)
+
+
+def test_a_folder_is_indexed_and_a_rescan_re_embeds_only_the_changed_file(worker, make_user, settled, folder):
+    owner = make_user("ada")
+    (folder / "boiler.txt").write_text("The boiler was serviced in March by Jensen Heating.")
+    (folder / "recipes.md").write_text("# Bread\nFlour, water, salt and a long rise.\n")
+    files.write_pdf(folder / "lease.pdf", ["Lease", "Parties", "The deposit is 1200 euros, paid in May."])
+    files.write_docx(folder / "school.docx", "Zoo trip", ["Bring a packed lunch and a raincoat."])
+    (folder / "manual.html").write_text("<h1>Dishwasher</h1><p>Clean the filter every month.</p>")
+    (folder / "sub").mkdir()
+    (folder / "sub" / "garden.csv").write_text("plant,water\ntomato,daily\n")
+    (folder / "photo.txt").write_bytes(os.urandom(2048))
+    files.write_pdf(folder / "scan.pdf", ["", ""])
+    (folder / "passwords.txt").symlink_to("/etc/passwd")
+    (folder / "song.mp3").write_bytes(b"ID3 not a document")  # a type that is not read: left out
+    collection = services.collection_create(owner=owner, name="House papers", folder=folder.name)
+
+    job = run_index(owner, collection)
+
+    assert job.status == IndexJob.Status.DONE, job.message
+    assert (job.files_total, job.files_done, job.files_embedded, job.files_removed) == (9, 9, 6, 0)
+    assert sorted((e["path"], e["code"]) for e in job.errors) == [
+        ("passwords.txt", "outside_documents"),
+        ("photo.txt", "binary"),
+        ("scan.pdf", "no_text"),
+    ]
+    indexed = dict(Document.objects.filter(collection=collection).values_list("path", "status"))
+    assert indexed == {
+        "boiler.txt": "indexed",
+        "lease.pdf": "indexed",
+        "manual.html": "indexed",
+        "recipes.md": "indexed",
+        "school.docx": "indexed",
+        "sub/garden.csv": "indexed",
+        "photo.txt": "error",
+        "scan.pdf": "error",
+    }
+    lease = Chunk.objects.get(document__path="lease.pdf", page=3)
+    assert "deposit is 1200 euros" in lease.text
+    assert len(bytes(lease.embedding)) == 384 * 4  # all-MiniLM-L6-v2's 384 float32s
+    before = {c.id for c in Chunk.objects.filter(collection=collection).exclude(document__path="boiler.txt")}
+    recipes = set(Chunk.objects.filter(document__path="recipes.md").values_list("id", flat=True))
+
+    (folder / "boiler.txt").write_text("The boiler was replaced in October; the warranty runs five years.")
+    (folder / "recipes.md").unlink()
+    job = run_index(owner, collection)
+
+    assert job.status == IndexJob.Status.DONE, job.message
+    assert (job.files_total, job.files_embedded, job.files_removed) == (8, 1, 1)
+    assert not Document.objects.filter(collection=collection, path="recipes.md").exists()
+    assert "warranty runs five years" in Chunk.objects.get(document__path="boiler.txt").text
+    after = {c.id for c in Chunk.objects.filter(collection=collection).exclude(document__path="boiler.txt")}
+    assert recipes and after == before - recipes  # the other files' chunks are the same rows
+    # The errors are reported again, without reading those files again.
+    assert {e["code"] for e in job.errors} == {"outside_documents", "binary", "no_text"}
+
+    hits = selectors.search(owner, collection.id, "how much is the deposit", None, limit=3)
+    assert (hits[0].chunk.document.path, hits[0].chunk.page) == ("lease.pdf", 3)
+
+
+def test_a_touched_file_with_the_same_bytes_is_not_embedded_again(worker, make_user, settled, folder):
+    owner = make_user("ada")
+    note = folder / "note.txt"
+    note.write_text("Water the ferns on Sundays.")
+    collection = services.collection_create(owner=owner, name="Notes", folder=folder.name)
+    assert run_index(owner, collection).files_embedded == 1
+    chunk_ids = list(Chunk.objects.filter(collection=collection).values_list("id", flat=True))
+
+    stat = note.stat()
+    os.utime(note, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
+    job = run_index(owner, collection)
+
+    assert (job.files_embedded, job.files_done) == (0, 1)
+    assert list(Chunk.objects.filter(collection=collection).values_list("id", flat=True)) == chunk_ids
+    assert Document.objects.get(collection=collection).mtime_ns == stat.st_mtime_ns + 5_000_000_000
+
+
+def test_a_folder_outside_the_documents_folder_is_refused(make_user):
+    owner = make_user("ada")
+    for outside in ("/etc", "../", "a/../../etc"):
+        with pytest.raises(ClientError) as caught:
+            services.collection_create(owner=owner, name="Sneaky", folder=outside)
+        assert caught.value.code == "outside_documents"
+        assert caught.value.field == "folder"
+
+
+def test_a_linked_folder_leading_out_is_not_followed(make_user, folder):
+    owner = make_user("ada")
+    (folder / "etc").symlink_to("/etc", target_is_directory=True)
+    (folder / "kept.txt").write_text("kept")
+    collection = services.collection_create(owner=owner, name="Links", folder=folder.name)
+    found = folders.scan(collection)
+    assert [(f.path, f.error_code) for f in found] == [("etc", "outside_documents"), ("kept.txt", "")]
