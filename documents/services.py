@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from django.conf import settings
@@ -51,6 +52,8 @@ def collection_create(
             owner=owner, name=name[:200], visibility=visibility, folder=folder.strip().strip("/")
         )
         collection.readers.set(people)
+    # A new collection starts empty, whatever an earlier database left under its id.
+    shutil.rmtree(folders.uploads_path(collection), ignore_errors=True)
     return collection
 
 
