@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.http import FileResponse
 from django.utils.translation import gettext
 
 from documents.extraction import supported
@@ -120,3 +121,13 @@ def _walk(source: str, root: Path, allowed: Path) -> list[Found]:
                 continue  # vanished between the listing and its stat: nothing to index
     out.sort(key=lambda f: f.path)
     return out
+
+
+def file_response(handle, path: Path) -> FileResponse:
+    """A document's file for its reader: a PDF opens in the browser; every other file is a
+    download, never a page of this site (an uploaded HTML file would run its scripts as the
+    reader), and the sandbox keeps any that a browser shows anyway from running them."""
+    response = FileResponse(handle, as_attachment=path.suffix.lower() != ".pdf", filename=path.name)
+    response["Content-Security-Policy"] = "sandbox"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response

@@ -10,13 +10,14 @@ unread until the client stops (the connection then closes). A declared Content-L
 limit is answered before a byte of the body is read (and before any 100 Continue).
 
 Routes: the machine APIs (/v1/, /api/) take HOMEAI_MAX_BODY_API bytes; every other route (forms,
-the pages' JSON) HOMEAI_MAX_BODY_FORM. No route takes file uploads; one that did would get its own
-entry in limit_for. WebSocket messages are capped by daphne itself (1 MiB a message and a frame).
+the pages' JSON) HOMEAI_MAX_BODY_FORM; the documents page's uploads HOMEAI_DOCUMENT_MAX_MB (and
+the form's few fields). WebSocket messages are capped by daphne itself (1 MiB a message and a frame).
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 from daphne import http_protocol
 from django.conf import settings
@@ -24,6 +25,7 @@ from twisted.internet import reactor
 
 from homeai.api_handler import API_PREFIXES
 
+UPLOAD_ROUTE = re.compile(rb"/documents/[0-9]+/upload/")
 LINGER_S = 5.0  # how long a refused client may go on sending (dropped) before the connection is cut
 
 
@@ -31,6 +33,8 @@ def limit_for(path: bytes) -> int:
     """The most body bytes a request for this path (its target, query included) may send."""
     if path.startswith(tuple(p.encode() for p in API_PREFIXES)):
         return settings.HOMEAI_MAX_BODY_API
+    if UPLOAD_ROUTE.fullmatch(path.split(b"?", 1)[0]):
+        return settings.HOMEAI_DOCUMENT_MAX_MB * 1_000_000 + settings.HOMEAI_MAX_BODY_FORM
     return settings.HOMEAI_MAX_BODY_FORM
 
 
@@ -39,7 +43,8 @@ def refusal(path: bytes, limit: int) -> tuple[bytes, bytes]:
     or a sentence)."""
     message = (
         f"The request body is larger than the {limit:,} bytes this server accepts here; "
-        "send a smaller one (the limit is HOMEAI_MAX_BODY_API for /v1/ and /api/, HOMEAI_MAX_BODY_FORM elsewhere)."
+        "send a smaller one (the limit is HOMEAI_MAX_BODY_API for /v1/ and /api/, HOMEAI_DOCUMENT_MAX_MB for "
+        "a document's upload, HOMEAI_MAX_BODY_FORM elsewhere)."
     )
     if path.startswith(b"/v1/"):
         error = {"message": message, "type": "invalid_request_error", "param": None, "code": "body_too_large"}

@@ -17,6 +17,7 @@ urlpatterns = [
     path("chat/", include("dashboard.chat.urls")),
     path("", include("dashboard.latency.urls")),
     path("models/", include("dashboard.library.urls")),
+    path("documents/", include("dashboard.documents.urls")),
     path("", include("dashboard.accounts.urls")),
     path("v1/", include("api.openai.urls")),
     path("api/", include("api.ollama.urls")),

@@ -21,7 +21,7 @@ import time
 import numpy as np
 import redis
 from django.conf import settings
-from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
@@ -31,7 +31,6 @@ from api.answers import method_not_allowed, read_body, serving_state
 from api.auth import api_user, authenticate
 from api.errors import ApiError, bad_request
 from documents import folders, indexing, selectors, services
-from documents.models import Document
 from inference.dispatch import registry
 from inference.services import embeddings as embedding_service
 from infra.arrival import arrived_ns
@@ -182,8 +181,7 @@ def document_file(request: HttpRequest, collection_id: int, document_id: int) ->
         return _api_error(exc).response()
     except OSError:
         return ApiError(404, gettext("The file is no longer where it was indexed."), code="not_found").response()
-    disposition = "inline" if document.source == Document.Source.UPLOAD or path.suffix.lower() == ".pdf" else None
-    return FileResponse(handle, as_attachment=disposition is None, filename=path.name)
+    return folders.file_response(handle, path)
 
 
 @csrf_exempt
