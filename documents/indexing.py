@@ -5,7 +5,8 @@ the new and changed ones read, chunked and embedded, the deleted ones forgotten.
 2. Scan the folder and the uploads; forget the files that are gone.
 3. For each file found: unchanged when its size and mtime are the ones indexed; when they
    differ, the same bytes (its SHA-256) only update the row; otherwise it is read, chunked
-   and embedded, and its document row and chunks replace the old ones in one transaction.
+   and embedded (small files' chunks together, EMBED_BATCH to a call), and its document row
+   and chunks replace the old ones in one transaction.
    A file that cannot be read gets a per-file error (on its row and in the job's report).
 4. Progress goes to the job's row and to watchers (report) as it goes; a cancel is seen
    between files and between embedding batches.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
@@ -28,7 +30,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from documents import chunking, folders, vectors
-from documents.extraction import ExtractionError, extract
+from documents.extraction import Extracted, ExtractionError, extract
 from documents.models import Chunk, Collection, Document, IndexJob
 from infra.errors import ClientError
 
@@ -65,6 +67,13 @@ def progress(job: IndexJob) -> dict:
         "started": job.started_at.timestamp() if job.started_at else None,
         "ended": job.ended_at.timestamp() if job.ended_at else None,
     }
+
+
+@dataclass(frozen=True)
+class _Pending:
+    item: folders.Found
+    extracted: Extracted
+    pieces: list[chunking.Piece]
 
 
 class _Run:
@@ -122,22 +131,33 @@ class _Run:
         self.job.files_total = len(found)
         self.job.bytes_total = sum(f.size for f in found)
         self.save(force=True)
+        pending: list[_Pending] = []  # read and chunked, to be embedded together
         for item in found:
             self.check_cancel()
             self.job.current_file = item.path
             self.save()
+            ready = None
             if item.error_code:
                 self.error(item.path, item.error_code, item.error)
             else:
-                self.one_file(collection, item, known.get((item.source, item.path)))
-            self.job.files_done += 1
-            self.job.bytes_done += item.size
+                ready = self.one_file(collection, item, known.get((item.source, item.path)))
+            if ready is None:
+                self.job.files_done += 1
+                self.job.bytes_done += item.size
+                continue
+            pending.append(ready)
+            if sum(len(p.pieces) for p in pending) >= EMBED_BATCH:
+                self.embed_and_commit(collection, pending)
+                pending = []
+        self.embed_and_commit(collection, pending)
 
-    def one_file(self, collection: Collection, item: folders.Found, indexed: Document | None) -> None:
+    def one_file(self, collection: Collection, item: folders.Found, indexed: Document | None) -> _Pending | None:
+        """The file read and chunked, to embed; None when it is done with (unchanged, the same
+        bytes, or an error)."""
         if indexed is not None and (indexed.size, indexed.mtime_ns) == (item.size, item.mtime_ns):
             if indexed.status == Document.Status.ERROR:
                 self.error(item.path, indexed.error_code, indexed.error)
-            return
+            return None
         root = folders.source_root(collection, item.source)
         try:
             extracted = extract(root / item.path, max_bytes=self.max_bytes)
@@ -161,16 +181,28 @@ class _Run:
                     },
                 )
                 self._forget_chunks(collection, indexed)
-            return
+            return None
         if indexed is not None and indexed.status == Document.Status.INDEXED and indexed.sha256 == extracted.sha256:
             Document.objects.filter(id=indexed.id).update(size=extracted.size, mtime_ns=extracted.mtime_ns)
-            return
-        pieces = chunking.chunks(extracted.sections)
+            return None
+        return _Pending(item, extracted, chunking.chunks(extracted.sections))
+
+    def embed_and_commit(self, collection: Collection, pending: list[_Pending]) -> None:
+        """Embed the chunks of these files together (small files share a call to the model),
+        then commit each file whole, in its own transaction."""
+        texts = [piece.text for one in pending for piece in one.pieces]
         embedded: list[bytes] = []
-        for start in range(0, len(pieces), EMBED_BATCH):
+        for start in range(0, len(texts), EMBED_BATCH):
             self.check_cancel()
-            batch = pieces[start : start + EMBED_BATCH]
-            embedded.extend(vectors.to_bytes(v) for v in self.embed([p.text for p in batch]))
+            embedded.extend(vectors.to_bytes(v) for v in self.embed(texts[start : start + EMBED_BATCH]))
+        for one in pending:
+            self.commit(collection, one, embedded[: len(one.pieces)])
+            embedded = embedded[len(one.pieces) :]
+            self.job.files_done += 1
+            self.job.bytes_done += one.item.size
+
+    def commit(self, collection: Collection, one: _Pending, embedded: list[bytes]) -> None:
+        item, extracted, pieces = one.item, one.extracted, one.pieces
         with transaction.atomic():
             document, _ = Document.objects.update_or_create(
                 collection=collection,

@@ -130,3 +130,76 @@ def test_a_linked_folder_leading_out_is_not_followed(make_user, folder):
     collection = services.collection_create(owner=owner, name="Links", folder=folder.name)
     found = folders.scan(collection)
     assert [(f.path, f.error_code) for f in found] == [("etc", "outside_documents"), ("kept.txt", "")]
+
+
+# Enough files that a run cannot end between the test seeing its first files committed and
+# stopping it (a batch of 32 small files is embedded per call to the model).
+MANY = 600
+
+
+def many_notes(folder, count: int = MANY) -> None:
+    for n in range(count):
+        (folder / f"note-{n:03d}.txt").write_text(f"Note {n}: the hedge needs trimming in June.")
+
+
+def committed(collection: Collection) -> dict[str, tuple[int, list[int]]]:
+    """path -> (document id, its chunk ids): what indexing has committed so far."""
+    out = {}
+    for document in Document.objects.filter(collection=collection):
+        out[document.path] = (document.id, sorted(document.chunks.values_list("id", flat=True)))
+    return out
+
+
+def test_a_worker_killed_mid_index_is_resumed_without_embedding_any_file_twice(worker, make_user, settled, folder):
+    owner = make_user("ada")
+    many_notes(folder)
+    collection = services.collection_create(owner=owner, name="Notes", folder=folder.name)
+    first, _ = services.index_job_start(user=owner, collection=collection, live_workers=set())
+    registry.send_index(first.id, EMBEDDING_MODEL)
+    assert wait_until(lambda: Document.objects.filter(collection=collection).count() >= 5, timeout=300)
+    worker.kill()
+    before = committed(collection)
+    assert 5 <= len(before) < MANY
+
+    worker.start()
+    second = run_index(owner, collection)
+
+    assert IndexJob.objects.get(id=first.id).status == IndexJob.Status.INTERRUPTED
+    assert second.status == IndexJob.Status.DONE
+    assert second.files_embedded == MANY - len(before)
+    after = committed(collection)
+    assert len(after) == MANY
+    assert {path: after[path] for path in before} == before  # the same rows: none embedded again
+
+
+def test_a_cancelled_job_stops_between_files_and_the_next_run_goes_on(worker, make_user, settled, folder):
+    owner = make_user("ada")
+    many_notes(folder)
+    collection = services.collection_create(owner=owner, name="Notes", folder=folder.name)
+    job, _ = services.index_job_start(user=owner, collection=collection, live_workers=set())
+    registry.send_index(job.id, EMBEDDING_MODEL)
+    assert wait_until(lambda: Document.objects.filter(collection=collection).count() >= 5, timeout=300)
+    services.index_job_cancel(collection=collection)
+    assert wait_until(lambda: IndexJob.objects.get(id=job.id).status not in IndexJob.ACTIVE, timeout=300)
+
+    cancelled = IndexJob.objects.get(id=job.id)
+    assert cancelled.status == IndexJob.Status.CANCELLED
+    assert cancelled.files_done == len(committed(collection)) < MANY
+    assert cancelled.current_file == ""
+    again = run_index(owner, collection)
+    assert again.files_embedded == MANY - cancelled.files_done
+    assert Document.objects.filter(collection=collection).count() == MANY
+
+
+def test_a_queued_job_that_is_cancelled_never_runs(worker, make_user, settled, folder):
+    owner = make_user("ada")
+    many_notes(folder, 1)
+    collection = services.collection_create(owner=owner, name="Notes", folder=folder.name)
+    job, _ = services.index_job_start(user=owner, collection=collection, live_workers=set())
+    services.index_job_cancel(collection=collection)
+    registry.send_index(job.id, EMBEDDING_MODEL)
+    # The task is taken and does nothing: the job is not queued any more. A job sent after it
+    # runs, so once that one is done the first task has been seen too (one queue, in order).
+    assert run_index(owner, collection).files_embedded == 1
+    assert IndexJob.objects.get(id=job.id).status == IndexJob.Status.CANCELLED
+    assert IndexJob.objects.get(id=job.id).started_at is None
