@@ -3,15 +3,18 @@ refuses and why, and a re-scan that re-embeds only what changed and forgets what
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import uuid
 
 import pytest
+from channels.layers import get_channel_layer
 from django.conf import settings
 
 from documents import folders, selectors, services
 from documents.models import Chunk, Collection, Document, IndexJob
+from inference import broadcast
 from inference.dispatch import registry
 from infra.errors import ClientError
 from tests.documents import files
@@ -203,3 +206,41 @@ def test_a_queued_job_that_is_cancelled_never_runs(worker, make_user, settled, f
     assert run_index(owner, collection).files_embedded == 1
     assert IndexJob.objects.get(id=job.id).status == IndexJob.Status.CANCELLED
     assert IndexJob.objects.get(id=job.id).started_at is None
+
+
+def test_watchers_of_a_collection_hear_its_progress_to_the_end(worker, make_user, settled, folder):
+    owner = make_user("ada")
+    many_notes(folder, 40)
+    (folder / "junk.txt").write_bytes(b"\x00" * 64)
+    collection = services.collection_create(owner=owner, name="Notes", folder=folder.name)
+    job, _ = services.index_job_start(user=owner, collection=collection, live_workers=set())
+
+    async def watch() -> list[dict]:
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add(broadcast.collection_group(collection.id), channel)
+        try:
+            registry.send_index(job.id, EMBEDDING_MODEL)  # once listening
+            heard = []
+            while not heard or heard[-1]["status"] == "running":
+                message = await asyncio.wait_for(layer.receive(channel), timeout=300)
+                assert message["type"] == broadcast.COLLECTION_RELAY_TYPE
+                heard.extend(message["events"])
+            return heard
+        finally:
+            await layer.group_discard(broadcast.collection_group(collection.id), channel)
+
+    heard = asyncio.run(watch())
+    assert {e["type"] for e in heard} == {"index.progress"}
+    assert {e["job"] for e in heard} == {job.id}
+    assert heard[0]["files_total"] == 41
+    assert [e["files_done"] for e in heard] == sorted(e["files_done"] for e in heard)
+    last = heard[-1]
+    assert (last["status"], last["files_done"], last["files_embedded"], last["current_file"]) == ("done", 41, 40, "")
+    assert last["errors"] == [
+        {
+            "path": "junk.txt",
+            "code": "binary",
+            "message": "The file is not text, whatever its name says: it holds binary data.",
+        }
+    ]
