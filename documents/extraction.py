@@ -19,21 +19,7 @@ import docx
 import pypdf
 from django.utils.translation import gettext
 
-PDF = {".pdf"}
-DOCX = {".docx"}
-HTML = {".html", ".htm", ".xhtml"}
-MARKDOWN = {".md", ".markdown"}
-TEXT = {".txt", ".text", ".csv", ".tsv", ".log", ".rst", ".org", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg"}
-SOURCE = {
-    ".py", ".js", ".ts", ".tsx", ".jsx", ".java", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".go", ".rs",
-    ".rb", ".php", ".swift", ".kt", ".scala", ".sh", ".bash", ".sql", ".r", ".lua", ".pl", ".css", ".xml",
-}  # fmt: skip
-SUPPORTED = PDF | DOCX | HTML | MARKDOWN | TEXT | SOURCE
-DOCX_MAX_RATIO = 100  # a member unpacking to more than this many times its packed size is a zip bomb
-
-
-def supported(name: str) -> bool:
-    return Path(name).suffix.lower() in SUPPORTED
+from documents.kinds import DOCX, DOCX_MAX_RATIO, HTML, MARKDOWN, PDF, SOURCE, TEXT
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.http import FileResponse
 from django.utils.translation import gettext
 
-from documents.extraction import supported
+from documents.kinds import supported
 from documents.models import Collection, Document
 from infra.errors import ClientError
 

@@ -29,7 +29,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from documents import chunking, folders, vectors
+from documents import chunking, folders, selectors, vectors
 from documents.extraction import Extracted, ExtractionError, extract
 from documents.models import Chunk, Collection, Document, IndexJob
 from infra.errors import ClientError
@@ -46,27 +46,6 @@ Report = Callable[[dict], None]
 
 class Cancelled(Exception):
     pass
-
-
-def progress(job: IndexJob) -> dict:
-    """What watchers see of a job (the API's and the page's shape too)."""
-    return {
-        "job": job.id,
-        "collection": job.collection_id,
-        "status": job.status,
-        "files_total": job.files_total,
-        "files_done": job.files_done,
-        "bytes_total": job.bytes_total,
-        "bytes_done": job.bytes_done,
-        "files_embedded": job.files_embedded,
-        "files_removed": job.files_removed,
-        "chunks": job.chunks,
-        "current_file": job.current_file,
-        "errors": job.errors,
-        "message": job.message,
-        "started": job.started_at.timestamp() if job.started_at else None,
-        "ended": job.ended_at.timestamp() if job.ended_at else None,
-    }
 
 
 @dataclass(frozen=True)
@@ -106,7 +85,7 @@ class _Run:
         for name, value in fields.items():
             setattr(job, name, value)
         try:
-            self.report(progress(job))
+            self.report(selectors.job_progress(job))
         except Exception:
             log.exception("index job %s: its progress was not sent", job.id)
 

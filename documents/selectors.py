@@ -77,6 +77,27 @@ def latest_job(collection: Collection) -> IndexJob | None:
     return collection.jobs.order_by("-id").first()
 
 
+def job_progress(job: IndexJob) -> dict:
+    """What watchers see of a job (the API's and the page's shape too)."""
+    return {
+        "job": job.id,
+        "collection": job.collection_id,
+        "status": job.status,
+        "files_total": job.files_total,
+        "files_done": job.files_done,
+        "bytes_total": job.bytes_total,
+        "bytes_done": job.bytes_done,
+        "files_embedded": job.files_embedded,
+        "files_removed": job.files_removed,
+        "chunks": job.chunks,
+        "current_file": job.current_file,
+        "errors": job.errors,
+        "message": job.message,
+        "started": job.started_at.timestamp() if job.started_at else None,
+        "ended": job.ended_at.timestamp() if job.ended_at else None,
+    }
+
+
 @dataclass(frozen=True)
 class Hit:
     chunk: Chunk

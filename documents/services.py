@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from documents import folders
-from documents.extraction import supported
+from documents.kinds import supported
 from documents.models import Collection, IndexJob
 from infra.errors import ClientError
 

@@ -48,7 +48,8 @@ for route in websocket_urlpatterns:
     assert route.callback
 from homeai.celery import app
 app.finalize(auto=True)
-worker_only = ("llama_cpp", "inference.engine.runner", "inference.worker.runtime", "inference.worker.tasks")
+worker_only = ("llama_cpp", "inference.engine.runner", "inference.worker.runtime", "inference.worker.tasks",
+    "documents.extraction", "pypdf", "docx")
 print(",".join(sorted(m for m in sys.modules if m.startswith(worker_only))))
 """
 

@@ -30,7 +30,7 @@ from api import checks, errors
 from api.answers import method_not_allowed, read_body, serving_state
 from api.auth import api_user, authenticate
 from api.errors import ApiError, bad_request
-from documents import folders, indexing, selectors, services
+from documents import folders, selectors, services
 from inference.dispatch import registry
 from inference.services import embeddings as embedding_service
 from infra.arrival import arrived_ns
@@ -197,17 +197,17 @@ async def index(request: HttpRequest, collection_id: int) -> HttpResponse:
             if request.method == "GET":
                 collection = selectors.collection_for_reader(user, collection_id)
                 job = selectors.latest_job(collection)
-                return (indexing.progress(job) if job else {"job": None, "status": "never"}), 200
+                return (selectors.job_progress(job) if job else {"job": None, "status": "never"}), 200
             collection = selectors.collection_for_owner(user, collection_id)
             if request.method == "DELETE":
                 services.index_job_cancel(collection=collection)
-                return indexing.progress(selectors.latest_job(collection)), 200
+                return selectors.job_progress(selectors.latest_job(collection)), 200
             name = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
             holders = set(serving_state().holders.get(name, []))
             job, new = services.index_job_start(user=user, collection=collection, live_workers=holders)
             if new:
                 registry.send_index(job.id, name)
-            return indexing.progress(job), 202 if new else 200
+            return selectors.job_progress(job), 202 if new else 200
 
         body, status = await kept_db(act)()
     except ApiError as exc:

@@ -13,7 +13,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from dashboard.documents.forms import CollectionForm
-from documents import folders, indexing, selectors, services
+from documents import folders, selectors, services
 from documents.models import Document, IndexJob
 from inference.catalog import catalog
 from inference.dispatch import registry
@@ -70,7 +70,7 @@ def collection(request: HttpRequest, collection_id: int) -> HttpResponse:
         "owned": found.owner_id == request.user.id or (request.user.is_staff and found.visibility == "household"),
         "documents": Document.objects.filter(collection=found),
         "job": job,
-        "progress": indexing.progress(job) if job else None,
+        "progress": selectors.job_progress(job) if job else None,
         "running": job is not None and job.status in IndexJob.ACTIVE,
         "max_mb": settings.HOMEAI_DOCUMENT_MAX_MB,
     }
