@@ -118,6 +118,14 @@ class IndexJob(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        constraints = [
+            # One job under way per collection, however many web processes start one at once.
+            models.UniqueConstraint(
+                fields=["collection"],
+                condition=models.Q(status__in=["queued", "running"]),
+                name="documents_one_active_job",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"index job {self.id} ({self.status})"

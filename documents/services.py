@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext
 
@@ -102,7 +104,8 @@ def upload_add(*, collection: Collection, name: str, chunks) -> str:
 def index_job_start(*, user, collection: Collection, live_workers: set[str]) -> tuple[IndexJob, bool]:
     """The collection's indexing job: the one under way (False), or a new queued one (True).
     A job whose worker is gone (not in live_workers) ends as interrupted and a new one starts:
-    it goes on from the files already committed, so nothing is indexed twice."""
+    it goes on from the files already committed, so nothing is indexed twice. Two callers at
+    once get one job (the database holds one active job per collection)."""
     with transaction.atomic():
         for job in IndexJob.objects.select_for_update().filter(collection=collection, status__in=IndexJob.ACTIVE):
             running_on_live = job.status == IndexJob.Status.RUNNING and job.worker in live_workers
@@ -112,7 +115,33 @@ def index_job_start(*, user, collection: Collection, live_workers: set[str]) -> 
             IndexJob.objects.filter(id=job.id, status=job.status).update(
                 status=IndexJob.Status.INTERRUPTED, ended_at=timezone.now(), current_file=""
             )
-        return IndexJob.objects.create(collection=collection, requested_by=user), True
+        try:
+            with transaction.atomic():
+                return IndexJob.objects.create(collection=collection, requested_by=user), True
+        except IntegrityError:  # another process started one meanwhile
+            return IndexJob.objects.get(collection=collection, status__in=IndexJob.ACTIVE), False
+
+
+def collections_due_for_rescan(*, minutes: int) -> list[Collection]:
+    """Collections with a folder whose last indexing ended at least `minutes` ago, was never
+    indexed, or has a job under way (which index_job_start keeps if its worker lives)."""
+    since = timezone.now() - timedelta(minutes=minutes)
+    last_end = IndexJob.objects.filter(collection=OuterRef("pk")).order_by("-id").values("ended_at")[:1]
+    folders_only = Collection.objects.exclude(folder="").annotate(last_end=Subquery(last_end))
+    return list(folders_only.filter(Q(last_end__isnull=True) | Q(last_end__lte=since)))
+
+
+def index_jobs_rescan(*, minutes: int, live_workers: set[str]) -> list[IndexJob]:
+    """The periodic re-scan: a new job for each collection due (none while no worker holding the
+    embedding model runs: they would only wait). The caller sends their tasks."""
+    if minutes <= 0 or not live_workers:
+        return []
+    started = []
+    for collection in collections_due_for_rescan(minutes=minutes):
+        job, new = index_job_start(user=None, collection=collection, live_workers=live_workers)
+        if new:
+            started.append(job)
+    return started
 
 
 def index_job_cancel(*, collection: Collection) -> int:

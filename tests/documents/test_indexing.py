@@ -7,15 +7,18 @@ import asyncio
 import os
 import shutil
 import uuid
+from datetime import timedelta
 
 import pytest
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.utils import timezone
 
 from documents import folders, selectors, services
 from documents.models import Chunk, Collection, Document, IndexJob
 from inference import broadcast
 from inference.dispatch import registry
+from inference.services import sweeps
 from infra.errors import ClientError
 from tests.documents import files
 from tests.support import wait_until
@@ -244,3 +247,39 @@ def test_watchers_of_a_collection_hear_its_progress_to_the_end(worker, make_user
             "message": "The file is not text, whatever its name says: it holds binary data.",
         }
     ]
+
+
+def test_the_periodic_rescan_indexes_a_due_folder_once(worker, make_user, settled, folder, settings):
+    settings.HOMEAI_RESCAN_MINUTES = 5
+    owner = make_user("ada")
+    (folder / "note.txt").write_text("The smoke alarm battery was changed in January.")
+    collection = services.collection_create(owner=owner, name="Notes", folder=folder.name)
+    services.collection_create(owner=owner, name="Uploads only")  # no folder: never re-scanned
+    workers = registry.live_workers()
+
+    def rescan() -> list[int]:
+        return sweeps.documents_rescan(workers=workers, memory=sweeps.SweepMemory())  # a fresh sweeper
+
+    def ended(job_id: int) -> IndexJob:
+        assert wait_until(lambda: IndexJob.objects.get(id=job_id).status not in IndexJob.ACTIVE, timeout=300)
+        return IndexJob.objects.get(id=job_id)
+
+    first = rescan()  # never indexed: due at once
+    assert [IndexJob.objects.get(id=i).collection_id for i in first] == [collection.id]
+    assert rescan() == []  # a second sweeper meanwhile: the job is under way
+    assert ended(first[0]).files_embedded == 1
+    assert rescan() == []  # just ended: not due for 5 minutes
+
+    IndexJob.objects.filter(id=first[0]).update(ended_at=timezone.now() - timedelta(minutes=6))
+    (folder / "note.txt").write_text("The smoke alarm battery was changed in July.")
+    second = rescan()
+    assert len(second) == 1
+    assert ended(second[0]).files_embedded == 1
+    assert "July" in Chunk.objects.get(collection=collection).text
+
+    # A job a dead worker left running is interrupted by the next look, and a new one goes on.
+    IndexJob.objects.filter(id=second[0]).update(status="running", worker="gone:1", ended_at=None)
+    third = rescan()
+    assert len(third) == 1
+    assert IndexJob.objects.get(id=second[0]).status == IndexJob.Status.INTERRUPTED
+    assert ended(third[0]).files_embedded == 0

@@ -4,9 +4,10 @@ writing, sharing by name with people who exist."""
 from __future__ import annotations
 
 import pytest
+from django.db import IntegrityError, transaction
 
 from documents import folders, selectors, services
-from documents.models import Collection
+from documents.models import Collection, IndexJob
 from infra.errors import ClientError
 from tests import factories
 
@@ -50,3 +51,19 @@ def test_sharing_names_people_who_exist_and_reads_follow_it(db):
     with pytest.raises(ClientError):
         selectors.collection_for_owner(bob, shared.id)  # bob reads it; only ada changes it
     assert Collection.objects.count() == 3
+
+
+def test_a_collection_has_one_indexing_job_under_way_whoever_starts_it(db):
+    ada = factories.user("ada")
+    collection = services.collection_create(owner=ada, name="Notes")
+    job, new = services.index_job_start(user=ada, collection=collection, live_workers={"worker-1"})
+    again, new_again = services.index_job_start(user=ada, collection=collection, live_workers={"worker-1"})
+    assert (new, new_again, again.id) == (True, False, job.id)
+    with pytest.raises(IntegrityError):  # what a second web process meets if it gets past the check
+        with transaction.atomic():
+            IndexJob.objects.create(collection=collection)
+    # A job running on a worker that is gone is interrupted, and a new one starts.
+    IndexJob.objects.filter(id=job.id).update(status="running", worker="worker-1")
+    fresh, new = services.index_job_start(user=ada, collection=collection, live_workers={"worker-2"})
+    assert new and fresh.id != job.id
+    assert IndexJob.objects.get(id=job.id).status == IndexJob.Status.INTERRUPTED
