@@ -98,19 +98,21 @@ def extract(path: Path, *, max_bytes: int) -> Extracted:
 
 
 def _text(data: bytes) -> str:
-    """Bytes as text: UTF-8 (a BOM allowed), else Latin-1 if it reads as text; binary refused."""
-    head = data[:8192]
-    if b"\x00" in head:
+    """Bytes as text: UTF-8 (a BOM allowed), else Windows-1252, else Latin-1, whichever decodes
+    first; refused as binary when it holds a NUL or more than 1% control characters."""
+    if b"\x00" in data[:8192]:
         raise _binary()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        pass
-    text = data.decode("latin-1")
-    controls = sum(1 for ch in text[:8192] if (ord(ch) < 32 and ch not in "\t\n\r\f") or 0x7F <= ord(ch) < 0xA0)
-    if controls > len(text[:8192]) / 100:
-        raise _binary()
-    return text
+    for encoding in ("utf-8-sig", "cp1252", "latin-1"):
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        head = text[:8192]
+        controls = sum(1 for ch in head if (ord(ch) < 32 and ch not in "\t\n\r\f") or 0x7F <= ord(ch) < 0xA0)
+        if controls > len(head) / 100:
+            raise _binary()
+        return text
+    raise _binary()  # not reached: Latin-1 decodes any bytes
 
 
 def _binary() -> ExtractionError:

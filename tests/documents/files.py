@@ -17,8 +17,10 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def pdf_bytes(pages: list[str], *, password: str | None = None) -> bytes:
-    """A PDF whose pages show these texts (one line each, "" for a page without text)."""
+def pdf_bytes(pages: list[str], *, password: str | None = None, owner_only: bool = False) -> bytes:
+    """A PDF whose pages show these texts (one line each, "" for a page without text); with a
+    password, encrypted (RC4), or with owner_only, AES-256 that opens without one (as many
+    bank statements are: printing and copying restricted)."""
     writer = PdfWriter()
     font = DictionaryObject(
         {
@@ -40,13 +42,15 @@ def pdf_bytes(pages: list[str], *, password: str | None = None) -> bytes:
         )
     if password is not None:
         writer.encrypt(user_password=password, owner_password=password, algorithm="RC4-128")
+    elif owner_only:
+        writer.encrypt(user_password="", owner_password="owner", algorithm="AES-256")
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
 
 
-def write_pdf(path: Path, pages: list[str], *, password: str | None = None) -> Path:
-    path.write_bytes(pdf_bytes(pages, password=password))
+def write_pdf(path: Path, pages: list[str], *, password: str | None = None, owner_only: bool = False) -> Path:
+    path.write_bytes(pdf_bytes(pages, password=password, owner_only=owner_only))
     return path
 
 

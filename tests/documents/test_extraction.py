@@ -80,6 +80,11 @@ def test_an_encrypted_pdf_is_refused_with_a_reason(tmp_path):
     assert "password" in message
 
 
+def test_an_encrypted_pdf_that_opens_without_a_password_is_read(tmp_path):
+    path = files.write_pdf(tmp_path / "statement.pdf", ["Balance 310.20"], owner_only=True)
+    assert [s.text.strip() for s in sections(path)] == ["Balance 310.20"]
+
+
 def test_a_damaged_pdf_is_refused_with_a_reason(tmp_path):
     path = tmp_path / "broken.pdf"
     path.write_bytes(b"%PDF-1.7\n1 0 obj << /Type /Catalog >> garbage garbage")
@@ -113,6 +118,12 @@ def test_a_damaged_docx_is_refused_with_a_reason(tmp_path):
     path = tmp_path / "broken.docx"
     path.write_bytes(b"PK\x03\x04 not really a zip")
     assert refusal(path)[0] == "corrupt"
+
+
+def test_windows_text_with_curly_quotes_is_read_as_text(tmp_path):
+    path = tmp_path / "letter.txt"
+    path.write_bytes("\u201cDear Sir\u201d \u2013 it\u2019s about the \u20ac50 fee.\n".encode("cp1252") * 20)
+    assert sections(path)[0].text.startswith("\u201cDear Sir\u201d \u2013 it\u2019s about the \u20ac50 fee.")
 
 
 def test_binary_junk_named_txt_is_refused(tmp_path):
