@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 EMBED_BATCH = 32  # chunks per call to the embedding model
 REPORT_EVERY_S = 0.5  # progress to the row and watchers at most this often (and at the end)
+CANCEL_EVERY_S = 0.25
 MAX_REPORTED_ERRORS = 500  # a folder of 100,000 broken files keeps the first ones in the job's row
 
 Embed = Callable[[list[str]], list[list[float]]]
@@ -61,6 +62,7 @@ class _Run:
         self.embed = embed
         self.report = report
         self.reported = 0.0
+        self.cancel_checked = float("-inf")
         self.max_bytes = settings.HOMEAI_DOCUMENT_MAX_MB * 1_000_000
 
     def save(self, *, force: bool = False, **fields) -> None:
@@ -89,7 +91,14 @@ class _Run:
         except Exception:
             log.exception("index job %s: its progress was not sent", job.id)
 
-    def check_cancel(self) -> None:
+    def check_cancel(self, *, now: bool = False) -> None:
+        """Cancelled cuts the run short; asked of the database at most every CANCEL_EVERY_S
+        between files (a folder of tiny files would ask once a file), and before every call to
+        the model."""
+        at = time.monotonic()
+        if not now and at - self.cancel_checked < CANCEL_EVERY_S:
+            return
+        self.cancel_checked = at
         if IndexJob.objects.filter(id=self.job.id, cancel_requested=True).exists():
             raise Cancelled
 
@@ -101,7 +110,8 @@ class _Run:
         collection = self.job.collection
         found = folders.scan(collection)
         known = {(d.source, d.path): d for d in Document.objects.filter(collection=collection)}
-        gone = [d.id for key, d in known.items() if key not in {(f.source, f.path) for f in found}]
+        present = {(f.source, f.path) for f in found}
+        gone = [d.id for key, d in known.items() if key not in present]
         if gone:
             with transaction.atomic():
                 Document.objects.filter(id__in=gone).delete()
@@ -172,7 +182,7 @@ class _Run:
         texts = [piece.text for one in pending for piece in one.pieces]
         embedded: list[bytes] = []
         for start in range(0, len(texts), EMBED_BATCH):
-            self.check_cancel()
+            self.check_cancel(now=True)
             embedded.extend(vectors.to_bytes(v) for v in self.embed(texts[start : start + EMBED_BATCH]))
         for one in pending:
             self.commit(collection, one, embedded[: len(one.pieces)])
