@@ -5,6 +5,7 @@ The project's only database-specific SQL beside /healthz's; the migration create
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from django.db import connection
 
@@ -27,10 +28,27 @@ SQLITE_TEARDOWN = [
     "DROP TRIGGER IF EXISTS documents_chunk_au",
     f"DROP TABLE IF EXISTS {FTS_TABLE}",
 ]
-# 'simple': no language's stemming, since a household's files are in several languages.
-POSTGRES_SETUP = [
-    "CREATE INDEX documents_chunk_tsv ON documents_chunk USING GIN (to_tsvector('simple', text))",
-]
+
+
+def _latin_folds() -> tuple[str, str]:
+    """Latin letters with diacritics (both cases) and their bare letters, for PostgreSQL's
+    translate(): what FTS5's remove_diacritics does on SQLite, without the unaccent extension
+    (which needs a superuser to install)."""
+    accented, bare = [], []
+    for code in range(0xC0, 0x250):
+        letter = chr(code)
+        base = "".join(c for c in unicodedata.normalize("NFKD", letter) if not unicodedata.combining(c))
+        if len(base) == 1 and base.isascii() and base.isalpha() and base != letter:
+            accented.append(letter)
+            bare.append(base.lower())
+    return "".join(accented), "".join(bare)
+
+
+FOLD_FROM, FOLD_TO = _latin_folds()
+# 'simple': no language's stemming, since a household's files are in several languages. The
+# query repeats the index's expression (literals, not parameters) so the planner uses the index.
+POSTGRES_VECTOR = f"to_tsvector('simple', translate(lower(text), '{FOLD_FROM}', '{FOLD_TO}'))"
+POSTGRES_SETUP = [f"CREATE INDEX documents_chunk_tsv ON documents_chunk USING GIN ({POSTGRES_VECTOR})"]
 POSTGRES_TEARDOWN = ["DROP INDEX IF EXISTS documents_chunk_tsv"]
 
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -52,8 +70,10 @@ def _statements(vendor: str, sqlite: list[str], postgres: list[str]) -> list[str
 
 
 def terms(query: str) -> list[str]:
-    """The query's words, as the search matches them (any of them; the rank prefers more)."""
-    return list(dict.fromkeys(w.lower() for w in WORD.findall(query)))[:MAX_TERMS]
+    """The query's words, as the search matches them (any of them; the rank prefers more),
+    lower case and without diacritics, as both indexes read the text."""
+    folded = "".join(c for c in unicodedata.normalize("NFKD", query.lower()) if not unicodedata.combining(c))
+    return list(dict.fromkeys(WORD.findall(folded)))[:MAX_TERMS]
 
 
 def search(query: str, collection_ids: list[int], limit: int) -> list[int]:
@@ -70,11 +90,11 @@ def search(query: str, collection_ids: list[int], limit: int) -> list[int]:
         )
         params = [match, *collection_ids, limit]
     elif connection.vendor == "postgresql":
-        tsquery = " | ".join(w.replace("'", "''").replace("\\", "") for w in words)
+        tsquery = " | ".join(words)  # words of letters and digits: nothing tsquery reads as syntax
         sql = (
-            "SELECT id FROM documents_chunk WHERE to_tsvector('simple', text) @@ to_tsquery('simple', %s)"
+            f"SELECT id FROM documents_chunk WHERE {POSTGRES_VECTOR} @@ to_tsquery('simple', %s)"
             f" AND collection_id IN ({marks})"
-            " ORDER BY ts_rank(to_tsvector('simple', text), to_tsquery('simple', %s)) DESC LIMIT %s"
+            f" ORDER BY ts_rank({POSTGRES_VECTOR}, to_tsquery('simple', %s)) DESC, id LIMIT %s"
         )
         params = [tsquery, *collection_ids, tsquery, limit]
     else:

