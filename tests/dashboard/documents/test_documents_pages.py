@@ -83,3 +83,13 @@ def test_a_folder_outside_the_documents_folder_and_household_sharing_by_non_staf
 def test_pages_need_a_sign_in(db):
     factories.user("ada")  # past the first-run setup
     assert Client().get("/documents/").url.startswith("/accounts/login/")
+
+
+def test_the_pages_speak_the_persons_language(db):
+    factories.user("ada")
+    korean = Client(headers={"accept-language": "ko"})
+    assert korean.login(username="ada", password=factories.PASSWORD)
+    page = korean.get("/documents/").content.decode()
+    assert "새 모음" in page and "모음 만들기" in page  # New collection, Create collection
+    refused = korean.post("/documents/", {"name": "Etc", "visibility": "private", "folder": "/etc"})
+    assert "문서 폴더" in refused.content.decode()  # the folder's sentence, translated
