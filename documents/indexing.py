@@ -231,6 +231,11 @@ class _Run:
                 Collection.objects.filter(id=collection.id).update(version=F("version") + 1)
 
 
+def job_waiting(job_id: int) -> bool:
+    """Whether the job still waits for a worker (a task for one that ran or ended is dropped)."""
+    return IndexJob.objects.filter(id=job_id, status=IndexJob.Status.QUEUED).exists()
+
+
 def job_claim(*, job_id: int, worker: str) -> IndexJob | None:
     claimed = IndexJob.objects.filter(id=job_id, status=IndexJob.Status.QUEUED).update(
         status=IndexJob.Status.RUNNING, worker=worker, started_at=timezone.now()

@@ -103,6 +103,8 @@ def upload_add(*, collection: Collection, name: str, chunks) -> str:
 
 def index_job_start(*, user, collection: Collection, live_workers: set[str]) -> tuple[IndexJob, bool]:
     """The collection's indexing job: the one under way (False), or a new queued one (True).
+    The caller sends a task for a job that is queued, new or not (its task may have been lost
+    with a worker or a Redis restart; a duplicate is dropped by the claim).
     A job whose worker is gone (not in live_workers) ends as interrupted and a new one starts:
     it goes on from the files already committed, so nothing is indexed twice. Two callers at
     once get one job (the database holds one active job per collection)."""
@@ -132,16 +134,17 @@ def collections_due_for_rescan(*, minutes: int) -> list[Collection]:
 
 
 def index_jobs_rescan(*, minutes: int, live_workers: set[str]) -> list[IndexJob]:
-    """The periodic re-scan: a new job for each collection due (none while no worker holding the
-    embedding model runs: they would only wait). The caller sends their tasks."""
+    """The periodic re-scan: a job for each collection due (none while no worker holding the
+    embedding model runs: they would only wait), new or still queued. The caller sends their
+    tasks."""
     if minutes <= 0 or not live_workers:
         return []
-    started = []
+    waiting = []
     for collection in collections_due_for_rescan(minutes=minutes):
-        job, new = index_job_start(user=None, collection=collection, live_workers=live_workers)
-        if new:
-            started.append(job)
-    return started
+        job, _new = index_job_start(user=None, collection=collection, live_workers=live_workers)
+        if job.status == IndexJob.Status.QUEUED:
+            waiting.append(job)
+    return waiting
 
 
 def index_job_cancel(*, collection: Collection) -> int:

@@ -31,6 +31,7 @@ from api.answers import method_not_allowed, read_body, serving_state
 from api.auth import api_user, authenticate
 from api.errors import ApiError, bad_request
 from documents import folders, selectors, services
+from documents.models import IndexJob
 from inference.dispatch import registry
 from inference.services import embeddings as embedding_service
 from infra.arrival import arrived_ns
@@ -205,7 +206,7 @@ async def index(request: HttpRequest, collection_id: int) -> HttpResponse:
             name = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
             holders = set(serving_state().holders.get(name, []))
             job, new = services.index_job_start(user=user, collection=collection, live_workers=holders)
-            if new:
+            if job.status == IndexJob.Status.QUEUED:
                 registry.send_index(job.id, name)
             return selectors.job_progress(job), 202 if new else 200
 

@@ -101,7 +101,7 @@ def index(request: HttpRequest, collection_id: int) -> HttpResponse:
     name = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
     holders = set(catalog().holders.get(name, []))
     job, new = services.index_job_start(user=request.user, collection=found, live_workers=holders)
-    if new:
+    if job.status == IndexJob.Status.QUEUED:
         registry.send_index(job.id, name)
     if not holders:
         messages.info(request, _("No worker with the embedding model is running; indexing starts when one does."))

@@ -266,7 +266,9 @@ def test_the_periodic_rescan_indexes_a_due_folder_once(worker, make_user, settle
 
     first = rescan()  # never indexed: due at once
     assert [IndexJob.objects.get(id=i).collection_id for i in first] == [collection.id]
-    assert rescan() == []  # a second sweeper meanwhile: the job is under way
+    again = rescan()  # a second sweeper meanwhile: the same job (sent again while it waits), never two
+    assert again in ([], first)
+    assert IndexJob.objects.filter(collection=collection).count() == 1
     assert ended(first[0]).files_embedded == 1
     assert rescan() == []  # just ended: not due for 5 minutes
 
@@ -283,3 +285,21 @@ def test_the_periodic_rescan_indexes_a_due_folder_once(worker, make_user, settle
     assert len(third) == 1
     assert IndexJob.objects.get(id=second[0]).status == IndexJob.Status.INTERRUPTED
     assert ended(third[0]).files_embedded == 0
+
+
+def test_collections_started_together_are_indexed_one_after_the_other_to_the_end(worker, make_user, settled, folder):
+    owner = make_user("ada")
+    jobs = []
+    for n in range(3):
+        (folder / f"part{n}").mkdir()
+        many_notes(folder / f"part{n}", 40)
+        collection = services.collection_create(owner=owner, name=f"Part {n}", folder=f"{folder.name}/part{n}")
+        job, _ = services.index_job_start(user=owner, collection=collection, live_workers=set())
+        jobs.append(job.id)
+    for job_id in jobs:  # sent together: the worker runs one, and the others' tasks come back later
+        registry.send_index(job_id, EMBEDDING_MODEL)
+    assert wait_until(lambda: not IndexJob.objects.filter(id__in=jobs, status__in=IndexJob.ACTIVE).exists(), 300)
+    ended = IndexJob.objects.filter(id__in=jobs)
+    assert sorted((j.status, j.files_embedded) for j in ended) == [("done", 40)] * 3
+    runs = sorted((j.started_at, j.ended_at) for j in ended)
+    assert all(before[1] <= after[0] for before, after in zip(runs, runs[1:], strict=False))  # never two at once
