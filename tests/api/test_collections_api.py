@@ -111,3 +111,6 @@ def test_bad_searches_get_a_sentence(people):
         assert response.json()["error"]["param"] == param
     assert ada.get("/v1/collections", headers={"Authorization": "Bearer nope"}).status_code == 401
     assert ada.post("/v1/collections/999999/search", json={"query": "x"}).status_code == 404
+    never = services.collection_create(owner=collection.owner, name="Never indexed")
+    for response in (ada.get(f"/v1/collections/{never.id}/index"), ada.delete(f"/v1/collections/{never.id}/index")):
+        assert response.json() == {"job": None, "status": "never"}
