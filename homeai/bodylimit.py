@@ -11,13 +11,15 @@ limit is answered before a byte of the body is read (and before any 100 Continue
 
 Routes: the machine APIs (/v1/, /api/) take HOMEAI_MAX_BODY_API bytes; every other route (forms,
 the pages' JSON) HOMEAI_MAX_BODY_FORM; the chat's import (/chat/import/, one uploaded file)
-HOMEAI_MAX_IMPORT_BYTES and room for the form around the file. WebSocket messages are capped by
-daphne itself (1 MiB a message and a frame).
+HOMEAI_MAX_IMPORT_BYTES and room for the form around the file; the documents page's uploads
+HOMEAI_DOCUMENT_MAX_MB (and the form's few fields). WebSocket messages are capped by daphne itself
+(1 MiB a message and a frame).
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 from daphne import http_protocol
 from django.conf import settings
@@ -25,6 +27,7 @@ from twisted.internet import reactor
 
 from homeai.api_handler import API_PREFIXES
 
+UPLOAD_ROUTE = re.compile(rb"/documents/[0-9]+/upload/")
 LINGER_S = 5.0  # how long a refused client may go on sending (dropped) before the connection is cut
 
 
@@ -38,6 +41,8 @@ def limit_for(path: bytes) -> int:
         return settings.HOMEAI_MAX_IMPORT_BYTES + FORM_OVERHEAD
     if path.startswith(tuple(p.encode() for p in API_PREFIXES)):
         return settings.HOMEAI_MAX_BODY_API
+    if UPLOAD_ROUTE.fullmatch(path.split(b"?", 1)[0]):
+        return settings.HOMEAI_DOCUMENT_MAX_MB * 1_000_000 + settings.HOMEAI_MAX_BODY_FORM
     return settings.HOMEAI_MAX_BODY_FORM
 
 
@@ -46,7 +51,8 @@ def refusal(path: bytes, limit: int) -> tuple[bytes, bytes]:
     or a sentence)."""
     message = (
         f"The request body is larger than the {limit:,} bytes this server accepts here; "
-        "send a smaller one (the limit is HOMEAI_MAX_BODY_API for /v1/ and /api/, HOMEAI_MAX_BODY_FORM elsewhere)."
+        "send a smaller one (the limit is HOMEAI_MAX_BODY_API for /v1/ and /api/, HOMEAI_DOCUMENT_MAX_MB for "
+        "a document's upload, HOMEAI_MAX_BODY_FORM elsewhere)."
     )
     if path.startswith(IMPORT_PATH):  # the chat page reads its JSON endpoints' {code, message, field}
         message = (

@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "channels",
     "accounts",
     "inference",
+    "documents",
     "dashboard",
 ]
 # The benchmarks' commands (manage.py bench_*), where the checkout has them (the image does not).
@@ -250,6 +251,16 @@ MODELS_DIR = Path(env_str("HOMEAI_MODELS_DIR", str(DATA_DIR / "models"))).resolv
 BUNDLED_CHAT_MODEL_PATH = MODELS_DIR / "SmolLM2-135M-Instruct.Q4_1.gguf"
 BUNDLED_BASE_MODEL_PATH = MODELS_DIR / "gemma-3-270m-q4_k_m.gguf"
 BUNDLED_EMBEDDING_MODEL_PATH = MODELS_DIR / "all-MiniLM-L6-v2.F16.gguf"
+# The household's documents (docs/documents.md): collections' folders lie under
+# HOMEAI_DOCUMENTS_DIR (in compose, a read-only mount of the NAS share), never outside it;
+# uploads are kept in the data directory. A file larger than HOMEAI_DOCUMENT_MAX_MB (or a docx
+# that unpacks to more) is not read, and its indexing reports why.
+HOMEAI_DOCUMENTS_DIR = Path(env_str("HOMEAI_DOCUMENTS_DIR", str(DATA_DIR / "documents"))).resolve()
+HOMEAI_UPLOADS_DIR = DATA_DIR / "uploads"
+HOMEAI_DOCUMENT_MAX_MB = env_int("HOMEAI_DOCUMENT_MAX_MB", 50, minimum=1)
+# Collections with a folder are indexed again this many minutes after their last indexing ended
+# (the web's sweep looks once a minute); 0: only when someone starts it.
+HOMEAI_RESCAN_MINUTES = env_int("HOMEAI_RESCAN_MINUTES", 0, minimum=0)
 HOMEAI_MODEL_PATH = Path(env_str("HOMEAI_MODEL_PATH", str(BUNDLED_CHAT_MODEL_PATH))).resolve()
 # Each slot's share of the model's KV cache, in tokens: the cache holds slots x this many cells,
 # and one request may fill up to what the model was trained for while the others leave the cells

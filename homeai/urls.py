@@ -18,6 +18,7 @@ urlpatterns = [
     path("", include("dashboard.latency.urls")),
     path("models/", include("dashboard.library.urls")),
     path("", include("dashboard.offline.urls")),
+    path("documents/", include("dashboard.documents.urls")),
     path("", include("dashboard.accounts.urls")),
     path("v1/", include("api.openai.urls")),
     path("api/", include("api.ollama.urls")),

@@ -30,6 +30,7 @@ RELAY_TYPE = "chat.relay"
 DASHBOARD_RELAY_TYPE = "dashboard.relay"
 SESSION_ENDED_TYPE = "session.ended"
 ACCOUNT_SIGNED_OUT_TYPE = "account.signed_out"
+COLLECTION_RELAY_TYPE = "documents.relay"
 
 
 def user_group(user_id: int) -> str:
@@ -94,6 +95,17 @@ def publish_dashboard(events: list[dict]) -> None:
     """Send metric events (never message text) to every open dashboard socket."""
     if events:
         _publish(DASHBOARD_GROUP, {"type": DASHBOARD_RELAY_TYPE, "events": events})
+
+
+def collection_group(collection_id: int) -> str:
+    """Who watches a collection's indexing (its progress events)."""
+    return f"collection.{collection_id}"
+
+
+def publish_collection(collection_id: int, events: list[dict]) -> None:
+    """Send a collection's indexing progress to those watching it."""
+    if events:
+        _publish(collection_group(collection_id), {"type": COLLECTION_RELAY_TYPE, "events": events})
 
 
 def end_session(session_key: str) -> None:

@@ -20,10 +20,11 @@ LAYERS = {
     "bench": 3,  # the benchmarks (a dev-only app)
     "inference": 2,  # the domain: conversations, answers, workers and what the web knows of them
     "accounts": 2,  # the people: accounts, invites, API keys
+    "documents": 2,  # the household's documents: collections, files, chunks, indexing, retrieval
     "inference.engine": 1,  # the engine thread and llama.cpp, without Django
     "infra": 1,  # shared infrastructure: environment, database backend and threads, errors
 }
-APP_DIRS = ("homeai", "dashboard", "api", "bench", "inference", "accounts", "infra")
+APP_DIRS = ("homeai", "dashboard", "api", "bench", "inference", "accounts", "documents", "infra")
 SOURCE_DIRS = (*APP_DIRS, "tests")
 
 # Loads what a web process serves: every URL pattern's view, every socket consumer, the ASGI
@@ -47,7 +48,8 @@ for route in websocket_urlpatterns:
     assert route.callback
 from homeai.celery import app
 app.finalize(auto=True)
-worker_only = ("llama_cpp", "inference.engine.runner", "inference.worker.runtime", "inference.worker.tasks")
+worker_only = ("llama_cpp", "inference.engine.runner", "inference.worker.runtime", "inference.worker.tasks",
+    "documents.extraction", "pypdf", "docx")
 print(",".join(sorted(m for m in sys.modules if m.startswith(worker_only))))
 """
 

@@ -21,6 +21,7 @@ GENERATE_TASK = "inference.generate"
 EMBED_TASK = "inference.embed"
 DEMO_DOCUMENT_TASK = "inference.demo_document"
 LOAD_TASK = "inference.load_model"
+INDEX_TASK = "documents.index"
 
 
 def worker_name() -> str:
@@ -196,6 +197,12 @@ def announce_models(models: list[dict]) -> None:
 def known_models() -> dict[str, dict]:
     """Every model some worker announced: file name -> description."""
     return _read_models(redis_client.client().hgetall(redis_client.MODELS_KEY))
+
+
+def send_index(job_id: int, model_name: str, *, countdown: float = 0) -> None:
+    """Ask a worker holding the embedding model to run a collection's indexing job (a duplicate
+    is harmless: the job is claimed once), now or after countdown seconds."""
+    app.send_task(INDEX_TASK, args=(job_id, model_name), queue=model_queue(model_name), countdown=countdown or None)
 
 
 def send_demo_document(user_id: int, chat_ids: list[int], waited_s: float = 0.0, *, countdown: float) -> None:

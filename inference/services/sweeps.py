@@ -1,5 +1,6 @@
 """The web side's repairs for what a worker left behind, run every second by the watchdog:
-interrupted answers, lost tasks, and the sentence people see while no worker is alive.
+interrupted answers, lost tasks, the sentence people see while no worker is alive, and the
+documents' periodic re-scan.
 
 Each is idempotent by conditional update, so several web processes may sweep at once.
 """
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.utils import timezone
 
+from documents import services as document_services
 from inference import broadcast, events
 from inference.dispatch import registry
 from inference.metrics import record_generation
@@ -21,6 +23,7 @@ INTERRUPTED_MESSAGE = "The worker stopped while writing this answer; the text so
 LOST_MESSAGE = "The worker lost track of this answer; the text so far is kept."
 RETRY_MESSAGE = "The worker stopped before this answer began; it starts again."
 MAX_ATTEMPTS = 2
+RESCAN_CHECK_S = 60.0  # how often a sweeping process looks for collections due a re-scan
 NO_WORKER_MESSAGE = "No worker is running right now; this message will be answered as soon as one starts."
 NO_MODEL_WORKER_MESSAGE = (
     "No worker that holds {model} is running right now; this message will be answered as soon as one starts."
@@ -36,6 +39,7 @@ class SweepMemory:
     suspects: dict[int, float] = field(default_factory=dict)  # see generations_interrupt_lost
     missing: dict[str, float] = field(default_factory=dict)  # see generations_interrupt_orphans
     redis_failed: bool = False  # Redis failed since the last resend: its queue may be gone
+    rescan_checked: float = float("-inf")  # when documents_rescan last looked (monotonic)
 
 
 def sweep(memory: SweepMemory) -> None:
@@ -57,6 +61,23 @@ def sweep(memory: SweepMemory) -> None:
         memory.redis_failed = False
     else:
         generations_resend_stale(workers=workers, resent=memory.resent)
+    documents_rescan(workers=workers, memory=memory)
+
+
+def documents_rescan(*, workers: dict[str, dict], memory: SweepMemory) -> list[int]:
+    """HOMEAI_RESCAN_MINUTES: the collections' folders indexed again, looked for once a minute
+    (documents.services.index_jobs_rescan; one job per collection whatever sweeps at once)."""
+    minutes = settings.HOMEAI_RESCAN_MINUTES
+    now = time.monotonic()
+    if minutes <= 0 or now - memory.rescan_checked < RESCAN_CHECK_S:
+        return []
+    memory.rescan_checked = now
+    name = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
+    holders = {w for w, beat in workers.items() if any(m.get("name") == name for m in beat.get("models") or [])}
+    jobs = document_services.index_jobs_rescan(minutes=minutes, live_workers=holders)
+    for job in jobs:
+        registry.send_index(job.id, name)
+    return [job.id for job in jobs]
 
 
 def generations_interrupt_orphans(*, workers: dict[str, dict], missing: dict[str, float]) -> list[Generation]:

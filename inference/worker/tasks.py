@@ -10,7 +10,8 @@ from celery import shared_task
 from celery.signals import celeryd_after_setup, task_prerun, worker_ready, worker_shutdown
 from django.conf import settings
 
-from inference import model_library, probe
+from documents import indexing
+from inference import broadcast, model_library, probe
 
 # Acknowledged when it starts: the database, not the broker, knows whether an answer ran.
 from inference.dispatch import registry
@@ -36,6 +37,35 @@ def load_model(model_name: str, keep_alive_s: float | None = None) -> None:
 @shared_task(name=registry.EMBED_TASK, ignore_result=True)
 def embed(batch_id: int, texts: list[str], truncate: bool) -> None:
     embedder.batch_run(batch_id=batch_id, texts=texts, truncate=truncate)
+
+
+# One collection indexed at a time in this process: jobs would take turns at the one embedding
+# context anyway, and each held a task thread (an answer's) while it waited.
+_indexing = threading.Semaphore(1)
+INDEX_RETRY_S = 5.0
+
+
+@shared_task(name=registry.INDEX_TASK, ignore_result=True)
+def index_collection(job_id: int, model_name: str) -> None:
+    """A collection's indexing job, embedded with this worker's embedding model (one batch of
+    chunks at a time, between other requests' batches: embedder's lock). While this worker
+    indexes another, the task is sent again for later, and its job waits queued."""
+    if not indexing.job_waiting(job_id):
+        return
+    if not _indexing.acquire(blocking=False):
+        registry.send_index(job_id, model_name, countdown=INDEX_RETRY_S)
+        return
+    try:
+        indexing.job_run(
+            job_id=job_id,
+            worker=registry.worker_name(),
+            embed=lambda texts: embedder.embed(model_name, texts, truncate=True).vectors,
+            report=lambda state: broadcast.publish_collection(
+                state["collection"], [{"type": "index.progress", **state}]
+            ),
+        )
+    finally:
+        _indexing.release()
 
 
 @shared_task(name=registry.DEMO_DOCUMENT_TASK, ignore_result=True)

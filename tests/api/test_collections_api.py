@@ -1,0 +1,116 @@
+"""/v1/collections end to end: httpx -> daphne -> a Celery worker indexing with the real
+embedding model -> hybrid search; and a second person who can neither list, search, index nor
+download from a private collection (404: it does not exist for them)."""
+
+from __future__ import annotations
+
+import io
+
+import httpx
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from documents import services
+from documents.models import Collection
+from tests.documents import files
+from tests.support import wait_until
+
+pytestmark = [pytest.mark.integration]
+
+
+def key_of(username: str) -> str:
+    out = io.StringIO()
+    call_command("create_api_key", username, "--name", "tests", stdout=out)
+    return out.getvalue().strip()
+
+
+@pytest.fixture
+def people(live_server_url, worker, settled, make_user):
+    """(ada's client, bob's client, ada's private collection of two uploads, indexed)."""
+    ada = make_user("ada")
+    make_user("bob")
+    ada_client = httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {key_of('ada')}"})
+    bob_client = httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {key_of('bob')}"})
+    collection = services.collection_create(owner=ada, name="Ada's papers")
+    lease = files.pdf_bytes(["Lease", "Parties", "The deposit is 1200 euros, paid in May."])
+    services.upload_add(collection=collection, name="lease.pdf", chunks=[lease])
+    services.upload_add(collection=collection, name="plants.txt", chunks=[b"Water the ferns every Sunday morning."])
+    started = ada_client.post(f"/v1/collections/{collection.id}/index")
+    assert started.status_code == 202, started.text
+
+    def ended() -> dict | None:
+        state = ada_client.get(f"/v1/collections/{collection.id}/index").json()
+        return state if state["status"] not in ("queued", "running") else None
+
+    assert wait_until(ended, timeout=300)
+    state = ended()
+    assert (state["status"], state["files_total"], state["files_embedded"], state["errors"]) == ("done", 2, 2, [])
+    yield ada_client, bob_client, collection
+    ada_client.close()
+    bob_client.close()
+
+
+def test_the_owner_lists_searches_and_downloads(people):
+    ada, _bob, collection = people
+    listed = ada.get("/v1/collections").json()["data"]
+    assert [(c["id"], c["name"], c["visibility"], c["documents"]) for c in listed] == [
+        (collection.id, "Ada's papers", "private", 2)
+    ]
+
+    found = ada.post(f"/v1/collections/{collection.id}/search", json={"query": "How much was the deposit?"})
+    assert found.status_code == 200, found.text
+    body = found.json()
+    assert body["mode"] == "hybrid"
+    best = body["data"][0]
+    assert (best["path"], best["page"]) == ("lease.pdf", 3)
+    assert "1200 euros" in best["text"]
+    assert best["fulltext_rank"] == 1 and best["vector_rank"] is not None
+
+    # A question that shares no word with the file is still answered, by its meaning.
+    meaning = ada.post(f"/v1/collections/{collection.id}/search", json={"query": "watering houseplants", "limit": 1})
+    assert [(h["path"], h["fulltext_rank"]) for h in meaning.json()["data"]] == [("plants.txt", None)]
+
+    downloaded = ada.get(best["file"])
+    assert downloaded.status_code == 200
+    assert downloaded.content.startswith(b"%PDF")
+
+
+def test_another_person_gets_404_for_a_private_collection(people):
+    ada, bob, collection = people
+    assert bob.get("/v1/collections").json()["data"] == []
+    file_url = ada.post(f"/v1/collections/{collection.id}/search", json={"query": "deposit"}).json()["data"][0]["file"]
+    for response in (
+        bob.post(f"/v1/collections/{collection.id}/search", json={"query": "deposit"}),
+        bob.get(file_url),
+        bob.get(f"/v1/collections/{collection.id}/index"),
+        bob.post(f"/v1/collections/{collection.id}/index"),
+        bob.delete(f"/v1/collections/{collection.id}/index"),
+    ):
+        assert response.status_code == 404, response.text
+        assert response.json()["error"]["code"] == "not_found"
+
+
+def test_sharing_by_name_lets_that_person_read_but_not_reindex(people):
+    ada, bob, collection = people
+    Collection.objects.filter(id=collection.id).update(visibility=Collection.Visibility.PEOPLE)
+    collection.readers.add(get_user_model().objects.get(username="bob"))
+
+    assert [c["id"] for c in bob.get("/v1/collections").json()["data"]] == [collection.id]
+    found = bob.post(f"/v1/collections/{collection.id}/search", json={"query": "deposit"}).json()["data"]
+    assert found[0]["path"] == "lease.pdf"
+    assert bob.get(found[0]["file"]).status_code == 200
+    assert bob.post(f"/v1/collections/{collection.id}/index").status_code == 404
+
+
+def test_bad_searches_get_a_sentence(people):
+    ada, _bob, collection = people
+    for body, param in (({}, "query"), ({"query": " "}, "query"), ({"query": "x", "limit": 0}, "limit")):
+        response = ada.post(f"/v1/collections/{collection.id}/search", json=body)
+        assert response.status_code == 400
+        assert response.json()["error"]["param"] == param
+    assert ada.get("/v1/collections", headers={"Authorization": "Bearer nope"}).status_code == 401
+    assert ada.post("/v1/collections/999999/search", json={"query": "x"}).status_code == 404
+    never = services.collection_create(owner=collection.owner, name="Never indexed")
+    for response in (ada.get(f"/v1/collections/{never.id}/index"), ada.delete(f"/v1/collections/{never.id}/index")):
+        assert response.json() == {"job": None, "status": "never"}

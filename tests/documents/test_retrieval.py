@@ -1,0 +1,81 @@
+"""Search without a worker: the vectors' nearest, full-text's matches, their fusion, and reads
+kept to the collections asked (vectors written here, not by the model)."""
+
+from __future__ import annotations
+
+import numpy as np
+from django.db.models import F
+
+from documents import fulltext, selectors, services, vectors
+from documents.models import Chunk, Collection, Document
+from tests import factories
+
+
+def unit(*values: float) -> np.ndarray:
+    v = np.array(values, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def add_chunks(collection: Collection, texts_and_vectors: list[tuple[str, np.ndarray]]) -> list[Chunk]:
+    path = f"doc-{Document.objects.count()}.txt"
+    document = Document.objects.create(
+        collection=collection, source="upload", path=path, size=1, mtime_ns=1, status="indexed"
+    )
+    chunks = [
+        Chunk.objects.create(
+            collection=collection, document=document, position=i, text=text, embedding=vectors.to_bytes(vector)
+        )
+        for i, (text, vector) in enumerate(texts_and_vectors)
+    ]
+    Collection.objects.filter(id=collection.id).update(version=F("version") + 1)
+    return chunks
+
+
+def test_vectors_rank_by_cosine_and_follow_the_collections_version(db):
+    ada = factories.user("ada")
+    collection = services.collection_create(owner=ada, name="Vectors")
+    north, east, northeast = add_chunks(
+        collection, [("north", unit(0, 1, 0)), ("east", unit(1, 0, 0)), ("northeast", unit(1, 1, 0))]
+    )
+    collection.refresh_from_db()
+    found = vectors.search(unit(0.2, 1, 0), [collection], 2)
+    assert [cid for cid, _ in found] == [north.id, northeast.id]
+    assert found[0][1] > found[1][1]
+
+    (west,) = add_chunks(collection, [("west", unit(-1, 0.3, 0))])
+    collection.refresh_from_db()  # a new version: the cached matrix is read again
+    assert vectors.search(unit(-1, 0, 0), [collection], 1)[0][0] == west.id
+    assert east.id not in [cid for cid, _ in vectors.search(unit(-1, 0, 0), [collection], 2)]
+
+
+def test_full_text_matches_words_and_ranks_the_chunk_with_more_of_them_first(db):
+    ada = factories.user("ada")
+    collection = services.collection_create(owner=ada, name="Words")
+    boiler, both, other = add_chunks(
+        collection,
+        [
+            ("The boiler was serviced.", unit(1, 0)),
+            ("The boiler pressure was low; the plumber came.", unit(0, 1)),
+            ("Crème brûlée recipe.", unit(1, 1)),
+        ],
+    )
+    assert fulltext.search("boiler plumber", [collection.id], 10) == [both.id, boiler.id]
+    assert fulltext.search("creme brulee", [collection.id], 10) == [other.id]  # diacritics folded
+    assert fulltext.search('" OR * NEAR(', [collection.id], 10) == []  # no syntax from the query
+    assert fulltext.search("boiler", [], 10) == []
+
+
+def test_fusion_puts_a_chunk_both_searches_found_first_and_reads_only_the_asked_collection(db):
+    ada, bob = factories.user("ada"), factories.user("bob")
+    mine = services.collection_create(owner=ada, name="Mine")
+    theirs = services.collection_create(owner=bob, name="Theirs")
+    a, b, c = add_chunks(mine, [("alpha", unit(1, 0)), ("beta", unit(0, 1)), ("gamma", unit(1, 1))])
+    (secret,) = add_chunks(theirs, [("secret", unit(1, 0))])
+
+    hits = selectors.fuse([a.id, b.id], [b.id, c.id, secret.id], [mine.id], 10)
+    assert [h.chunk.id for h in hits] == [b.id, a.id, c.id]
+    assert (hits[0].fulltext_rank, hits[0].vector_rank) == (2, 1)
+    assert secret.id not in [h.chunk.id for h in hits]  # a chunk of another collection never comes back
+
+    assert [h.chunk.text for h in selectors.search(ada, mine.id, "beta", unit(0, 1), limit=1)] == ["beta"]
+    assert [h.chunk.text for h in selectors.search(ada, mine.id, "beta", None, limit=3)] == ["beta"]
