@@ -88,15 +88,19 @@ def conversation_export(conversation: Conversation) -> dict:
     }
 
 
+def _chosen(*, user, conversation_id) -> list[Conversation]:
+    """One of the person's chats (None: all of them); another person's or a missing one is not found."""
+    if conversation_id is None:
+        return list(selectors.conversation_list(user=user))
+    conversation = selectors.conversation_for_user(user=user, conversation_id=conversation_id)
+    if conversation is None:
+        raise ClientError("not_found", gettext("That conversation does not exist."), field="conversation")
+    return [conversation]
+
+
 def chats_export(*, user, conversation_id=None) -> dict:
     """HomeAI's JSON for one of the person's chats, or for all of them (None)."""
-    if conversation_id is None:
-        rows = list(selectors.conversation_list(user=user))
-    else:
-        conversation = selectors.conversation_for_user(user=user, conversation_id=conversation_id)
-        if conversation is None:
-            raise ClientError("not_found", gettext("That conversation does not exist."), field="conversation")
-        rows = [conversation]
+    rows = _chosen(user=user, conversation_id=conversation_id)
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -125,13 +129,7 @@ def conversation_markdown(conversation: Conversation) -> str:
 
 def chats_markdown(*, user, conversation_id=None) -> str:
     """Markdown for one of the person's chats, or all of them, one after another."""
-    if conversation_id is None:
-        rows = list(selectors.conversation_list(user=user))
-    else:
-        conversation = selectors.conversation_for_user(user=user, conversation_id=conversation_id)
-        if conversation is None:
-            raise ClientError("not_found", gettext("That conversation does not exist."), field="conversation")
-        rows = [conversation]
+    rows = _chosen(user=user, conversation_id=conversation_id)
     return "\n---\n\n".join(conversation_markdown(c) for c in rows)
 
 
