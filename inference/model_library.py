@@ -17,6 +17,7 @@ from gguf import LlamaFileType
 
 from inference import bert_gguf
 from inference.gguf_header import read_header
+from infra.pull import store as pulled
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,10 @@ def _inspect_cached(path: str, size: int, mtime_ns: int) -> ModelFile:
         except (TypeError, ValueError):
             quant = f"type {file_type}"
         context = meta.get(f"{arch}.context_length")
-        alias = short_name(meta.get("general.basename") or meta.get("general.name"), meta.get("general.size_label"))
+        # A pulled model answers to the name it was pulled as (its sidecar); others to their metadata's.
+        alias = pulled.read_sidecar(Path(path)).get("name") or short_name(
+            meta.get("general.basename") or meta.get("general.name"), meta.get("general.size_label")
+        )
         return ModelFile(
             path=path,
             name=name,

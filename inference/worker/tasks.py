@@ -13,9 +13,10 @@ from django.conf import settings
 from inference import model_library, probe
 
 # Acknowledged when it starts: the database, not the broker, knows whether an answer ran.
+from inference.dispatch import pulls as pull_dispatch
 from inference.dispatch import registry
 from inference.services import demo
-from inference.worker import embedder, heartbeat, queues, runtime, stream
+from inference.worker import embedder, heartbeat, pulls, queues, runtime, stream
 from infra import dbthreads
 
 
@@ -36,6 +37,13 @@ def load_model(model_name: str, keep_alive_s: float | None = None) -> None:
 @shared_task(name=registry.EMBED_TASK, ignore_result=True)
 def embed(batch_id: int, texts: list[str], truncate: bool) -> None:
     embedder.batch_run(batch_id=batch_id, texts=texts, truncate=truncate)
+
+
+@shared_task(name=pull_dispatch.PULL_TASK, ignore_result=True)
+def pull_model(pid: str, name: str) -> None:
+    """A model pulled into this worker's folder (acknowledged at start: a pull whose worker dies
+    is not run again by itself; the next pull of that name resumes from its partial file)."""
+    pulls.pull_run(pid=pid, name=name)
 
 
 @shared_task(name=registry.DEMO_DOCUMENT_TASK, ignore_result=True)

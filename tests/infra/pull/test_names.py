@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from infra.pull import HfName, OllamaName, PullError, parse
+from infra.pull.errors import PullError
+from infra.pull.names import HfName, OllamaName, parse
 
 
 @pytest.mark.parametrize(

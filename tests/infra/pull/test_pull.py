@@ -8,7 +8,9 @@ import threading
 
 import pytest
 
-from infra.pull import PullCancelled, PullError, pull, store
+from infra.pull import store
+from infra.pull.errors import PullCancelled, PullError
+from infra.pull.puller import pull
 from tests.infra.pull.servers import flip_blob_byte, tiny_gguf
 
 
