@@ -18,7 +18,7 @@ from django.conf import settings
 
 from inference import redis_client
 from infra.pull import store
-from tests.infra.pull.servers import CountingProxy, Registry, flip_blob_byte, push_ollama_model, tiny_gguf
+from tests.infra.pull.servers import CountingProxy, HfStandIn, Registry, flip_blob_byte, push_ollama_model, tiny_gguf
 from tests.stack import Stack
 from tests.support import wait_until
 
@@ -42,11 +42,19 @@ def models_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def stack(django_db_setup, tmp_path_factory, registry, models_dir):
+def hf_hub():
+    server = HfStandIn()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def stack(django_db_setup, tmp_path_factory, registry, models_dir, hf_hub):
     _, proxy = registry
     env = {
         "HOMEAI_MODELS_DIR": str(models_dir),
         "HOMEAI_PULL_REGISTRY": proxy.url,
+        "HF_ENDPOINT": hf_hub.url,  # huggingface_hub's own setting, read by the worker's library
         "HOMEAI_BUNDLED_MODELS": "0",
         "HOMEAI_MAX_PULLS": "1",
     }
@@ -72,7 +80,7 @@ def gguf_files(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.glob("*.gguf"))
 
 
-def test_the_ollama_client_pulls_a_model_that_then_answers(registry, client, models_dir):
+def test_the_ollama_client_pulls_a_model_that_then_answers(stack, registry, client, models_dir):
     manifest = push(registry, "library/smol", _bundled_chat(), "135m")
     model = manifest["layers"][0]
 
@@ -88,6 +96,13 @@ def test_the_ollama_client_pulls_a_model_that_then_answers(registry, client, mod
 
     listed = [m.model for m in client.list().models]
     assert "smol-135m.gguf" in listed
+    key = client._client.headers["authorization"]
+    served = httpx.get(stack.url + "/v1/models", headers={"Authorization": key}, timeout=60).json()
+    assert "smol-135m.gguf" in [m["id"] for m in served["data"]]
+    shown = client.show("smol:135m")
+    assert shown.parameters == 'stop                           "<|im_end|>"'
+    assert shown.license.startswith("Apache")
+    assert "im_start" in shown.template  # the GGUF's own chat template comes first
     answer = client.chat(
         model="smol:135m", messages=[{"role": "user", "content": "Say hi."}], options={"num_predict": 8}
     )
@@ -196,3 +211,16 @@ def test_copy_and_delete_a_pulled_model(registry, client, models_dir, tmp_path):
     with pytest.raises(ollama.ResponseError) as err:
         client.delete("mine:1")
     assert err.value.status_code == 404
+
+
+def test_it_pulls_a_hugging_face_gguf_through_huggingface_hub(hf_hub, client, models_dir, tmp_path):
+    gguf = tiny_gguf(tmp_path / "t.gguf", n_floats=64 * 1024)
+    hf_hub.add("someone/Tiny-GGUF", gguf, "Tiny-Q4_K_M.gguf")
+    parts = list(client.pull("hf.co/someone/Tiny-GGUF:Q4_K_M", stream=True))
+    assert parts[-1].status == "success"
+    assert any(p.completed == gguf.stat().st_size for p in parts)
+    assert (models_dir / "Tiny-Q4_K_M.gguf").read_bytes() == gguf.read_bytes()
+    with pytest.raises(ollama.ResponseError) as err:
+        client.pull("hf.co/someone/Tiny-GGUF:Q2_K")
+    assert err.value.status_code == 404
+    assert "has no Q2_K file" in err.value.error
