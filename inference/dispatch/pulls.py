@@ -21,6 +21,7 @@ from inference import broadcast, redis_client
 
 PULL_TASK = "inference.pull"
 QUEUED_S = 300.0  # a pull no worker has taken in this long no longer counts as running
+KEPT_S = 86400.0  # an ended pull's state is dropped after a day
 
 # Start a pull unless one of that name runs (then its state) or HOMEAI_MAX_PULLS do (then 0).
 # A running pull is one marked active whose worker's heartbeat is alive, or not yet taken by a
@@ -110,10 +111,14 @@ def alive(state: dict) -> bool:
     return time.time() - state.get("updated", 0) < QUEUED_S
 
 
-def running() -> list[dict]:
-    """The pulls marked running (the library page shows them)."""
-    states = [json.loads(raw) for raw in redis_client.client().hvals(redis_client.PULLS_KEY)]
-    return [s for s in states if s.get("active")]
+def every() -> list[dict]:
+    """Every pull's state (running or ended), oldest first; those a day old are dropped."""
+    r = redis_client.client()
+    states = sorted((json.loads(raw) for raw in r.hvals(redis_client.PULLS_KEY)), key=lambda s: s.get("updated", 0))
+    old = [s["id"] for s in states if time.time() - s.get("updated", 0) > KEPT_S and not alive(s)]
+    if old:
+        r.hdel(redis_client.PULLS_KEY, *old)
+    return [s for s in states if s["id"] not in old]
 
 
 def save(state: dict, lines: list[dict]) -> None:

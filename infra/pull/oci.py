@@ -146,6 +146,8 @@ def pull(
                         cancelled=cancelled,
                     )
                 except httpx.HTTPError as exc:
+                    if cancelled():  # stopped while the download waited: a cancel, not an outage
+                        raise PullCancelled(name.short) from exc
                     raise unreachable(url, exc) from exc
             elif (key := TEXT_LAYERS.get(layer.get("mediaType", ""))) and size <= TEXT_LIMIT:
                 progress(digest, size, 0)

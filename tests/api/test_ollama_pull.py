@@ -1,3 +1,4 @@
+# ruff: noqa: F811
 """/api/pull, /api/delete and /api/copy against a real registry, with the official ollama client.
 
 A HomeAI of its own (tests/stack.py: its own Redis, daphne and worker) whose worker's models
@@ -18,50 +19,15 @@ from django.conf import settings
 
 from inference import redis_client
 from infra.pull import store
-from tests.infra.pull.servers import CountingProxy, HfStandIn, Registry, flip_blob_byte, push_ollama_model, tiny_gguf
-from tests.stack import Stack
+from tests.infra.pull.servers import flip_blob_byte, push_ollama_model, tiny_gguf
+
+# The stack's fixtures, shared with the library page's test (pytest finds them here by name;
+# the tests' parameters of the same names are those fixtures: ruff's F811 is off in this file).
+from tests.pullstack import hf_hub, models_dir, registry, stack  # noqa: F401
 from tests.support import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 WAIT = 600  # an upper bound on an event on a busy box, never a measurement
-
-
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory):
-    handle = Registry(tmp_path_factory.mktemp("registry"))
-    handle.start()
-    proxy = CountingProxy(handle.url)
-    yield handle, proxy
-    proxy.close()
-    handle.stop()
-
-
-@pytest.fixture(scope="module")
-def models_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("pulled-models")
-
-
-@pytest.fixture(scope="module")
-def hf_hub():
-    server = HfStandIn()
-    yield server
-    server.close()
-
-
-@pytest.fixture(scope="module")
-def stack(django_db_setup, tmp_path_factory, registry, models_dir, hf_hub):
-    _, proxy = registry
-    env = {
-        "HOMEAI_MODELS_DIR": str(models_dir),
-        "HOMEAI_PULL_REGISTRY": proxy.url,
-        "HF_ENDPOINT": hf_hub.url,  # huggingface_hub's own setting, read by the worker's library
-        "HOMEAI_BUNDLED_MODELS": "0",
-        "HOMEAI_MAX_PULLS": "1",
-    }
-    handle = Stack(tmp_path_factory.mktemp("pull-redis"), env=env, name="pull", concurrency=2)
-    handle.start()
-    yield handle
-    handle.stop()
 
 
 @pytest.fixture
