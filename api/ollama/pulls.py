@@ -9,9 +9,11 @@ manifest", each layer's digest/total/completed, "verifying sha256 digest", "writ
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 
+import redis
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -26,7 +28,9 @@ from inference.dispatch import pulls, registry
 from infra.dbthreads import kept_db
 from infra.pull import store
 from infra.pull.errors import PullError
-from infra.pull.names import parse
+from infra.pull.names import OllamaName, parse
+
+log = logging.getLogger(__name__)
 
 IDLE_S = 10.0  # with no line for this long, the pull's state in Redis is read instead
 
@@ -135,6 +139,12 @@ async def pull(request: HttpRequest) -> HttpResponse:
     except ApiError as exc:
         await events.close()
         return wire.error_response(exc)
+    except redis.RedisError:
+        log.warning("a pull request met Redis down", exc_info=True)
+        await events.close()
+        return wire.error_response(
+            ApiError(503, "The message queue (Redis) is unreachable; retry in a moment.", code="unavailable")
+        )
     lines = _lines(events, state, started)
     # Until the first layer's progress, an error (an unknown name, a registry that does not
     # answer) is answered with its own status, as Ollama's does for a manifest it cannot get.
@@ -184,9 +194,9 @@ def _copy(request: HttpRequest) -> None:
     data = read_body(request)
     source = _file_of(_name(data, "source"))
     target = _parsed(_name(data, "destination"))
-    path = settings.MODELS_DIR / target.file_name if hasattr(target, "file_name") else None
-    if path is None:
+    if not isinstance(target, OllamaName):
         raise ApiError(400, "Copy to a name such as mymodel:latest, not a Hugging Face name.", code="bad_name")
+    path = settings.MODELS_DIR / target.file_name
     if path.name == source:
         return
     tmp = path.with_name(path.name + ".copy")
@@ -208,6 +218,8 @@ async def _managed(request: HttpRequest, method: str, action) -> HttpResponse:
         await kept_db(action)(request)
     except ApiError as exc:
         return wire.error_response(exc)
+    except redis.RedisError:
+        return wire.error_response(ApiError(503, "The message queue (Redis) is unreachable; retry in a moment."))
     return HttpResponse(status=200)
 
 
