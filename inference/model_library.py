@@ -88,7 +88,7 @@ def _inspect_cached(path: str, size: int, mtime_ns: int) -> ModelFile:
             context_length=context if isinstance(context, int) else 0,
             bundled=bundled,
             alias=alias,
-            kv_bytes_per_token=_kv_bytes_per_token(meta, arch),
+            kv_bytes_per_token=kv_bytes_per_token(meta, arch),
             kind=kind_of(meta, arch),
             embedding_length=width if isinstance(width := meta.get(f"{arch}.embedding_length"), int) else 0,
         )
@@ -120,7 +120,7 @@ def short_name(basename, size_label) -> str:
     return f"{family}:{tag}" if family else ""
 
 
-def _kv_bytes_per_token(meta: dict, arch: str) -> int:
+def kv_bytes_per_token(meta: dict, arch: str) -> int:
     """Keys and values (f16) of every layer for one token: llama.cpp's default KV cache types."""
     layers = meta.get(f"{arch}.block_count")
     heads = meta.get(f"{arch}.attention.head_count")

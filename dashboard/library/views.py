@@ -10,10 +10,13 @@ from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import filesizeformat
 from django.utils import formats
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard.latency.stats import ceilings
+from inference import forecast as model_forecast
 from inference.dispatch import pulls, registry
 from inference.model_library import scan as model_library_scan
 from inference.models import EngineConfig
@@ -173,3 +176,54 @@ def pull_cancel(request: HttpRequest) -> HttpResponse:
         return JsonResponse({"code": "not_found", "message": _("There is no such pull.")}, status=404)
     pulls.cancel(pid)
     return JsonResponse({"ok": True})
+
+
+def _bad_name(text: str) -> JsonResponse:
+    message = _("%(name)s is not a model name: use a name such as llama3.2, qwen3:4b or hf.co/user/repo:Q4_K_M.")
+    return JsonResponse({"code": "bad_name", "message": message % {"name": text[:200]}, "field": "name"}, status=400)
+
+
+@staff_member_required
+@require_GET
+def pull_forecast(request: HttpRequest) -> HttpResponse:
+    """Before a pull: whether the model fits a worker's share of memory, and how fast it should
+    answer here (the roofline from the box's measured bandwidth and FLOP/s, as the dashboard draws it)."""
+    text = request.GET.get("name", "").strip()
+    try:
+        name = parse_model_name(text).short
+    except PullError:
+        return _bad_name(text)
+    try:
+        f = model_forecast.forecast(name)
+    except PullError as exc:
+        message = _pull_sentence({"error": exc.message, "code": exc.code}, name)
+        return JsonResponse({"code": exc.code, "message": message}, status=exc.status)
+    values = {
+        "name": name,
+        "memory": filesizeformat(f.memory_bytes),
+        "weights": filesizeformat(f.size_bytes),
+        "context": formats.number_format(f.context, force_grouping=True),
+        "share": filesizeformat(f.share_bytes),
+    }
+    if f.fits:
+        fit = _(
+            "%(name)s needs %(memory)s (weights %(weights)s and a %(context)s-token KV cache); "
+            "one model's share of a worker's memory is %(share)s: it fits."
+        )
+    else:
+        fit = _(
+            "%(name)s needs %(memory)s (weights %(weights)s and a %(context)s-token KV cache); "
+            "one model's share of a worker's memory is %(share)s: it does not fit."
+        )
+    ceil = ceilings(bandwidth_gbs=f.bandwidth_gbs, gflops=f.gflops, model_bytes=f.size_bytes, n_params=f.n_params)
+    if ceil["decode_tps"] and ceil["prefill_tps"]:
+        speed = _(
+            "On this box at best about %(decode)s tokens/s written and %(prefill)s tokens/s read "
+            "(the measured memory bandwidth and FLOP/s over the model's size)."
+        ) % {
+            "decode": formats.number_format(round(ceil["decode_tps"]), force_grouping=True),
+            "prefill": formats.number_format(round(ceil["prefill_tps"]), force_grouping=True),
+        }
+    else:
+        speed = _("No worker has measured this box's bandwidth yet: no speed forecast.")
+    return JsonResponse({"forecast": f.as_dict(), "fits": f.fits, "message": fit % values, "speed": speed})

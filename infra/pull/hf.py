@@ -56,7 +56,7 @@ class _Progress:
         self.close()
 
 
-def _pick(name: HfName, files: dict[str, dict]) -> str:
+def pick(name: HfName, files: dict[str, dict]) -> str:
     """The GGUF file a name means: the named one, the one of its quantization, else Q4_K_M's or the first."""
     ggufs = sorted(f for f in files if f.lower().endswith(".gguf") and "/" not in f)
     if name.file:
@@ -81,7 +81,7 @@ def _pick(name: HfName, files: dict[str, dict]) -> str:
     return ggufs[0]
 
 
-def _hub_error(name: HfName, exc: Exception) -> PullError:
+def hub_error(name: HfName, exc: Exception) -> PullError:
     if isinstance(exc, GatedRepoError):
         return PullError(
             "registry_error",
@@ -131,9 +131,9 @@ def pull(
     try:
         info = HfApi(endpoint=endpoint).model_info(name.repo, files_metadata=True)
     except (HfHubHTTPError, httpx.HTTPError, OSError) as exc:
-        raise _hub_error(name, exc) from exc
+        raise hub_error(name, exc) from exc
     files = {s.rfilename: s for s in info.siblings or []}
-    chosen = _pick(name, files)
+    chosen = pick(name, files)
     sibling = files[chosen]
     sha = getattr(sibling.lfs, "sha256", None) if sibling.lfs else None
     size = int(sibling.size or (sibling.lfs.size if sibling.lfs else 0) or 0)
@@ -163,9 +163,9 @@ def pull(
         if (full := store.disk_full(exc)) is not None:
             shutil.rmtree(folder, ignore_errors=True)
             raise full from exc
-        raise _hub_error(name, exc) from exc
+        raise hub_error(name, exc) from exc
     except (HfHubHTTPError, httpx.HTTPError, LocalEntryNotFoundError) as exc:
-        raise _hub_error(name, exc) from exc
+        raise hub_error(name, exc) from exc
     status("verifying sha256 digest")
     try:
         if sha:

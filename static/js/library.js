@@ -1,7 +1,8 @@
 /* The model library page's pulls: start one, watch every running pull (bytes, rate, time left,
  * per layer), cancel one. The list is read from the server every second while a pull runs (every
  * five otherwise, to notice one someone else started); a pull this page saw running and then
- * succeed reloads the page, whose table then lists the new model. */
+ * succeed reloads the page, whose table then lists the new model. "Will it fit?" asks for the
+ * forecast before any download. */
 (function () {
   "use strict";
   const { el, fetchJson, fmtBytes, fmtNum, say } = HomeAI;
@@ -111,6 +112,25 @@
     }
     timer = setTimeout(refresh, pulls.some((p) => p.running) ? 1000 : 5000);
   }
+
+  // Before the download: whether it fits a worker's share of memory, and its forecast speed here.
+  const check = document.getElementById("pull-check");
+  const forecast = document.getElementById("pull-forecast");
+  check.addEventListener("click", async () => {
+    showError("");
+    forecast.hidden = true;
+    if (!input.value.trim()) return input.reportValidity();
+    check.disabled = true;
+    try {
+      const answer = await fetchJson(`${check.dataset.url}?name=${encodeURIComponent(input.value.trim())}`);
+      forecast.replaceChildren(el("p", answer.fits ? "pull-fits" : "pull-fits field-errors", answer.message), el("p", "", answer.speed));
+      forecast.hidden = false;
+    } catch (e) {
+      showError(e.message);
+    } finally {
+      check.disabled = false;
+    }
+  });
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();

@@ -74,3 +74,20 @@ def test_a_held_download_shows_its_progress_and_is_cancelled_from_the_page(page,
     expect(row).to_contain_text("was cancelled", timeout=WAIT * MS)
     assert not store.partial_path(models_dir, manifest["layers"][0]["digest"]).exists()
     assert "slow-latest.gguf" not in [p.name for p in models_dir.glob("*.gguf")]
+
+
+def test_before_a_pull_the_page_says_whether_it_fits_and_how_fast_it_should_be(page, stack, registry, tmp_path):
+    handle, _ = registry
+    push_ollama_model(handle.url, "library/forecast", "latest", tiny_gguf(tmp_path / "f.gguf", n_floats=1024))
+    # The worker measures the box once it is up (probe.py); the forecast reads its figures.
+    assert wait_until(lambda: any(stack.redis.client.scan_iter(match="homeai:probe:*")), timeout=WAIT)
+    page.goto("/models/")
+    page.fill("#pull-name", "forecast")
+    page.click("#pull-check")
+    shown = page.locator("#pull-forecast")
+    expect(shown).to_contain_text("forecast:latest needs", timeout=WAIT * MS)
+    expect(shown).to_contain_text("it fits")
+    expect(shown).to_contain_text("tokens/s written")
+    page.fill("#pull-name", "nobody-has:this")
+    page.click("#pull-check")
+    expect(page.locator("#pull-error")).to_contain_text("There is no model nobody-has:this", timeout=WAIT * MS)

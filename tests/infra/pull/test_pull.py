@@ -10,6 +10,7 @@ import pytest
 
 from infra.pull import store
 from infra.pull.errors import PullCancelled, PullError
+from infra.pull.peek import head
 from infra.pull.puller import pull
 from tests.infra.pull.servers import flip_blob_byte, tiny_gguf
 
@@ -169,3 +170,16 @@ def test_an_unknown_hugging_face_repository_is_not_found(hf_hub, tmp_path):
     with pytest.raises(PullError) as err:
         _pull("hf.co/nobody/Nothing-GGUF", tmp_path, "", Record(), hf_endpoint=hf_hub.url)
     assert (err.value.code, err.value.status) == ("not_found", 404)
+
+
+def test_a_peek_reads_the_size_and_the_start_of_the_gguf(oci_registry, pushed, hf_hub, tiny_model):
+    manifest = pushed("library/peeked")
+    size, start = head("peeked", registry=oci_registry.url, limit=4096)
+    assert size == manifest["layers"][0]["size"]
+    assert start == tiny_model.read_bytes()[:4096]
+    hf_hub.add("someone/Peek-GGUF", tiny_model, "Peek-Q4_K_M.gguf")
+    size, start = head("hf.co/someone/Peek-GGUF", registry="", hf_endpoint=hf_hub.url, limit=4096)
+    assert (size, start) == (tiny_model.stat().st_size, tiny_model.read_bytes()[:4096])
+    with pytest.raises(PullError) as err:
+        head("not-there", registry=oci_registry.url)
+    assert err.value.code == "not_found"
