@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
@@ -37,7 +38,7 @@ def check_digest(digest: str, got: str, what: str) -> None:
         )
 
 
-def fetch(
+def _fetch(
     client: httpx.Client,
     url: str,
     *,
@@ -103,3 +104,40 @@ def fetch(
         partial.unlink(missing_ok=True)
         raise
     return partial
+
+
+def fetch(
+    client: httpx.Client,
+    url: str,
+    *,
+    digest: str,
+    size: int,
+    partial: Path,
+    what: str,
+    progress: Progress,
+    cancelled: Callable[[], bool],
+) -> Path:
+    """_fetch with one writer per partial file: an advisory lock beside it, so two pulls of one
+    blob in one folder (a pull started again while its first run still writes) never append to
+    it together; the second is refused with a sentence."""
+    lock_path = partial.with_name(partial.name + ".lock")
+    with open(lock_path, "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise PullError(
+                "busy", f"Another pull is writing {what} into this models folder now: wait for it to end.", status=409
+            ) from None
+        try:
+            return _fetch(
+                client,
+                url,
+                digest=digest,
+                size=size,
+                partial=partial,
+                what=what,
+                progress=progress,
+                cancelled=cancelled,
+            )
+        finally:
+            lock_path.unlink(missing_ok=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 class PullError(Exception):
     """code: bad_name, not_found, unreachable, registry_error, digest_mismatch, not_gguf,
-    disk_full, cancelled; message: one sentence saying what happened and what to do."""
+    disk_full, cancelled, busy (another pull writes the same file); message: one sentence saying
+    what happened and what to do."""
 
     def __init__(self, code: str, message: str, *, status: int = 500):
         super().__init__(message)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import threading
@@ -183,3 +184,14 @@ def test_a_peek_reads_the_size_and_the_start_of_the_gguf(oci_registry, pushed, h
     with pytest.raises(PullError) as err:
         head("not-there", registry=oci_registry.url)
     assert err.value.code == "not_found"
+
+
+def test_two_pulls_never_write_one_partial_file_together(oci_registry, pushed, tiny_model, tmp_path):
+    manifest = pushed("library/twice")
+    partial = store.partial_path(tmp_path, manifest["layers"][0]["digest"])
+    with open(partial.with_name(partial.name + ".lock"), "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as the first pull holds it while it writes
+        with pytest.raises(PullError) as err:
+            _pull("twice", tmp_path, oci_registry.url, Record())
+    assert err.value.code == "busy"
+    assert _pull("twice", tmp_path, oci_registry.url, Record()).read_bytes() == tiny_model.read_bytes()
