@@ -49,7 +49,7 @@ def forecast(name: str) -> Forecast:
     context = EngineConfig.current().context or settings.HOMEAI_CONTEXT
     memory = size + kv * context
     share = settings.HOMEAI_MODELS_MEMORY_MB * 2**20 // settings.HOMEAI_MAX_LOADED_MODELS
-    measured = next((p for p in probe.read_all().values() if p.get("bandwidth_gbs")), {})
+    measured = probe.box()
     return Forecast(
         name=name,
         size_bytes=size,

@@ -276,3 +276,19 @@ def default_preset(*, user) -> str | int | None:
         return None
     preset = int(chosen) if chosen.isdigit() else chosen
     return preset if preset_settings(user=user, preset=preset) is not None else None
+
+
+def decode_rates(*, per_model: int = 50) -> dict[str, float]:
+    """The median output tok/s of each model's latest finished answers (at most per_model each):
+    the measured figure the model library shows beside its forecast."""
+    rows = (
+        Generation.objects.filter(status=Generation.Status.DONE, output_tps__isnull=False)
+        .exclude(model_name="")
+        .order_by("-id")
+        .values_list("model_name", "output_tps")[: per_model * 20]
+    )
+    rates: dict[str, list[float]] = defaultdict(list)
+    for name, tps in rows:
+        if len(rates[name]) < per_model:
+            rates[name].append(tps)
+    return {name: sorted(values)[len(values) // 2] for name, values in rates.items()}

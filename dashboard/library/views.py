@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.latency.stats import ceilings
 from inference import forecast as model_forecast
+from inference import probe, selectors
 from inference.dispatch import pulls, registry
 from inference.model_library import scan as model_library_scan
 from inference.models import EngineConfig
@@ -48,6 +49,18 @@ def _optional_int(raw: str | None, name: str, low: int, high: int) -> int | None
     return value
 
 
+def _with_speeds(models: list) -> list[dict]:
+    """Each model with its decode forecast here (the roofline: measured bandwidth over its size)
+    and, once it has answered, the median tok/s its answers measured."""
+    measured = selectors.decode_rates()
+    box = probe.box()
+    rows = []
+    for m in models:
+        ceil = ceilings(bandwidth_gbs=box.get("bandwidth_gbs"), gflops=None, model_bytes=m.size_bytes, n_params=None)
+        rows.append({**m.as_dict(), "forecast_tps": ceil["decode_tps"], "measured_tps": measured.get(m.name)})
+    return rows
+
+
 @staff_member_required
 def model_library(request: HttpRequest) -> HttpResponse:
     """The models folder: every GGUF described from its header; choose what the workers run."""
@@ -68,7 +81,7 @@ def model_library(request: HttpRequest) -> HttpResponse:
         return redirect("model_library")
     config = EngineConfig.current()
     context = {
-        "models": model_library_scan(),
+        "models": _with_speeds(model_library_scan()),
         "config": config,
         "active": config.model_name or settings.HOMEAI_MODEL_PATH.name,
         "models_dir": settings.MODELS_DIR,
