@@ -116,6 +116,7 @@ def pull(
        to a partial file, the small texts in memory.
     4. "verifying sha256 digest", GGUF's magic checked; "writing manifest": the sidecar, then
        the model renamed into place.
+    A model already pulled whose digest the registry still names is not downloaded again.
     """
     base = registry_url(name, registry)
     own = client is None
@@ -125,15 +126,22 @@ def pull(
         status("pulling manifest")
         body = manifest(client, base, name)
         model_layer = next(layer for layer in body["layers"] if layer.get("mediaType") == MODEL)
+        target = models_dir / name.file_name
+        # Pulled before, and the registry's model is still the same: nothing to download again
+        # (the small layers are read again, in case they changed).
+        current = store.held_digest(target) == model_layer["digest"]
         partial = store.partial_path(models_dir, model_layer["digest"])
         have = partial.stat().st_size if partial.exists() else 0
-        store.check_room(models_dir, max(int(model_layer["size"]) - have, 0))
+        if not current:
+            store.check_room(models_dir, max(int(model_layer["size"]) - have, 0))
         texts: dict[str, str] = {}
         for layer in body["layers"]:
             digest, size = str(layer["digest"]), int(layer["size"])
             url = f"{base}/v2/{name.repository}/blobs/{digest}"
             status(f"pulling {digest.removeprefix('sha256:')[:12]}")
-            if layer is model_layer:
+            if layer is model_layer and current:
+                progress(digest, size, size)
+            elif layer is model_layer:
                 try:
                     blobs.fetch(
                         client,
@@ -164,13 +172,17 @@ def pull(
                 texts[key] = response.content.decode("utf-8", "replace")
                 progress(digest, size, size)
         status("verifying sha256 digest")  # each blob's digest was checked as it arrived
-        try:
-            store.check_gguf(partial, name.short)
-        except PullError:
-            partial.unlink(missing_ok=True)
-            raise
+        if not current:
+            try:
+                store.check_gguf(partial, name.short)
+            except PullError:
+                partial.unlink(missing_ok=True)
+                raise
         status("writing manifest")
         sidecar = {"name": name.short, "source": f"{base}/{name.repository}:{name.tag}", "manifest": body, **texts}
+        if current:
+            store.write_sidecar(target, sidecar)
+            return target
         return store.install(models_dir, partial, name.file_name, sidecar)
     except PullCancelled:
         if partial is not None:  # a cancelled pull leaves nothing (a crash leaves its partial to resume)

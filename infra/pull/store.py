@@ -83,12 +83,26 @@ def install(models_dir: Path, blob: Path, file_name: str, sidecar: dict) -> Path
     """Put a verified blob in the folder as `file_name`, its sidecar first: the model appears
     (the library lists *.gguf) only when both are whole."""
     target = models_dir / Path(file_name).name
-    side = sidecar_path(target)
+    write_sidecar(target, sidecar)
+    os.replace(blob, target)
+    return target
+
+
+def write_sidecar(model_path: Path, sidecar: dict) -> None:
+    side = sidecar_path(model_path)
     tmp = side.with_name(side.name + ".tmp")
     tmp.write_text(json.dumps(sidecar, indent=1))
     tmp.replace(side)
-    os.replace(blob, target)
-    return target
+
+
+def held_digest(model_path: Path) -> str:
+    """The model layer's digest a pulled file was verified against ("" if none or not whole)."""
+    layers = read_sidecar(model_path).get("manifest", {}).get("layers") or []
+    for layer in layers:
+        if layer.get("mediaType") == "application/vnd.ollama.image.model":
+            if model_path.is_file() and model_path.stat().st_size == layer.get("size"):
+                return str(layer.get("digest", ""))
+    return ""
 
 
 def remove(model_path: Path) -> bool:

@@ -195,3 +195,15 @@ def test_two_pulls_never_write_one_partial_file_together(oci_registry, pushed, t
             _pull("twice", tmp_path, oci_registry.url, Record())
     assert err.value.code == "busy"
     assert _pull("twice", tmp_path, oci_registry.url, Record()).read_bytes() == tiny_model.read_bytes()
+
+
+def test_a_model_pulled_before_is_not_downloaded_again(oci_registry, pushed, tiny_model, proxy, tmp_path):
+    manifest = pushed("library/again")
+    first = _pull("again", tmp_path, proxy.url, Record())
+    sent = proxy.blob_bytes
+    record = Record()
+    assert _pull("again", tmp_path, proxy.url, record) == first
+    model = manifest["layers"][0]
+    assert proxy.blob_bytes - sent < model["size"] // 10  # the small layers only
+    assert (model["digest"], model["size"], model["size"]) in record.progress
+    assert first.read_bytes() == tiny_model.read_bytes()
