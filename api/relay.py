@@ -14,7 +14,7 @@ import logging
 from channels.layers import get_channel_layer
 
 from inference import events
-from inference.broadcast import generation_group
+from inference.broadcast import generation_group, pull_group
 from inference.models import Generation
 from infra.dbthreads import kept_db
 
@@ -47,6 +47,9 @@ class GenerationEvents:
         if not done:
             return None
         message, self._pending = self._pending.result(), None
+        return self._take(message)
+
+    def _take(self, message: dict) -> list[dict]:
         return [e for e in message.get("events", ()) if e.get("generation") in (None, self.generation_id)]
 
     async def close(self) -> None:
@@ -67,6 +70,17 @@ class GenerationEvents:
         except Exception:
             log.warning("could not unsubscribe from %s", self.group, exc_info=True)
         self.channel = None
+
+
+class PullLines(GenerationEvents):
+    """One model pull's status lines (dispatch/pulls.py), heard on its group as an answer's are."""
+
+    def __init__(self, pull_id: str):
+        super().__init__(0)
+        self.group = pull_group(pull_id)
+
+    def _take(self, message: dict) -> list[dict]:
+        return list(message.get("lines", ()))
 
 
 def _final_event(generation_id: int) -> dict | None:

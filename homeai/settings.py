@@ -300,6 +300,11 @@ HOMEAI_KV_DISK_MB = env_int("HOMEAI_KV_DISK_MB", 2048, minimum=0)
 # Whether a worker writes the bundled models into its models folder. Off for a worker that
 # should serve only the models put there by hand (a GPU PC with its own large models).
 HOMEAI_BUNDLED_MODELS = env_bool("HOMEAI_BUNDLED_MODELS", True)
+# Pulling models by name (/api/pull, the model library): Ollama's library names come from this
+# OCI registry (Hugging Face names through huggingface_hub, which reads HF_ENDPOINT and HF_TOKEN);
+# at most HOMEAI_MAX_PULLS run at once, each on a worker's task thread, into its models folder.
+HOMEAI_PULL_REGISTRY = env_str("HOMEAI_PULL_REGISTRY", "https://registry.ollama.ai").rstrip("/")
+HOMEAI_MAX_PULLS = env_int("HOMEAI_MAX_PULLS", 1, minimum=1, maximum=16)
 HOMEAI_POLICY = env_choice("HOMEAI_POLICY", "chunked", tuple(POLICIES))
 # Speculative decoding: ngram drafts by prompt lookup and verifies in the batched step (the same
 # text, fewer model steps where an answer copies its context); a request may turn it off with

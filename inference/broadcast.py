@@ -28,6 +28,7 @@ _outage = OutageLog(log, "sending events")
 DASHBOARD_GROUP = "dashboard"
 RELAY_TYPE = "chat.relay"
 DASHBOARD_RELAY_TYPE = "dashboard.relay"
+PULL_RELAY_TYPE = "pull.relay"
 SESSION_ENDED_TYPE = "session.ended"
 ACCOUNT_SIGNED_OUT_TYPE = "account.signed_out"
 COLLECTION_RELAY_TYPE = "documents.relay"
@@ -57,6 +58,11 @@ def account_group(user_id: int) -> str:
 def generation_group(generation_id: int) -> str:
     """One answer's own group: API requests listen here (chat sockets listen per user)."""
     return f"generation.{generation_id}"
+
+
+def pull_group(pull_id: str) -> str:
+    """One model pull's watchers (the API requests streaming it, the library page)."""
+    return f"pull.{pull_id}"
 
 
 def group_channel(group: str) -> str:
@@ -89,6 +95,12 @@ def publish_for(generation, events: list[dict]) -> None:
     """Send an answer's events where its client listens: the chat sockets, or the API request."""
     if events:
         _publish(answer_group(generation), relay_message(events))
+
+
+def publish_pull(pull_id: str, lines: list[dict]) -> None:
+    """A pull's status lines, in Ollama's shape (inference/dispatch/pulls.py), to its watchers."""
+    if lines:
+        _publish(pull_group(pull_id), {"type": PULL_RELAY_TYPE, "lines": lines})
 
 
 def publish_dashboard(events: list[dict]) -> None:

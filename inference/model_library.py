@@ -17,6 +17,7 @@ from gguf import LlamaFileType
 
 from inference import bert_gguf
 from inference.gguf_header import read_header
+from infra.pull import store as pulled
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,10 @@ def _inspect_cached(path: str, size: int, mtime_ns: int) -> ModelFile:
         except (TypeError, ValueError):
             quant = f"type {file_type}"
         context = meta.get(f"{arch}.context_length")
-        alias = short_name(meta.get("general.basename") or meta.get("general.name"), meta.get("general.size_label"))
+        # A pulled model answers to the name it was pulled as (its sidecar); others to their metadata's.
+        alias = pulled.read_sidecar(Path(path)).get("name") or short_name(
+            meta.get("general.basename") or meta.get("general.name"), meta.get("general.size_label")
+        )
         return ModelFile(
             path=path,
             name=name,
@@ -84,7 +88,7 @@ def _inspect_cached(path: str, size: int, mtime_ns: int) -> ModelFile:
             context_length=context if isinstance(context, int) else 0,
             bundled=bundled,
             alias=alias,
-            kv_bytes_per_token=_kv_bytes_per_token(meta, arch),
+            kv_bytes_per_token=kv_bytes_per_token(meta, arch),
             kind=kind_of(meta, arch),
             embedding_length=width if isinstance(width := meta.get(f"{arch}.embedding_length"), int) else 0,
         )
@@ -116,7 +120,7 @@ def short_name(basename, size_label) -> str:
     return f"{family}:{tag}" if family else ""
 
 
-def _kv_bytes_per_token(meta: dict, arch: str) -> int:
+def kv_bytes_per_token(meta: dict, arch: str) -> int:
     """Keys and values (f16) of every layer for one token: llama.cpp's default KV cache types."""
     layers = meta.get(f"{arch}.block_count")
     heads = meta.get(f"{arch}.attention.head_count")

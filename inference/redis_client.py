@@ -36,3 +36,10 @@ MODELS_KEY = "homeai:models"
 UNLOAD_KEY = "homeai:unload"
 STEPS_KEY = "homeai:steps"  # the engines' recent step records (workers append, the dashboard reads)
 STEPS_KEPT = 5000
+# Model pulls (inference/dispatch/pulls.py): pull id -> its state (JSON: name, worker, the last
+# status line, each layer's progress, whether it runs, its end), and a stop request per pull.
+PULLS_KEY = "homeai:pulls"
+
+
+def pull_cancel_key(pull_id: str) -> str:
+    return f"homeai:pull-cancel:{pull_id}"

@@ -316,3 +316,17 @@ def housemates(*, user) -> list[dict]:
         account = getattr(person, "account", None)
         entries.append({"id": person.id, "name": (account and account.display_name) or person.username})
     return entries
+def decode_rates(*, per_model: int = 50) -> dict[str, float]:
+    """The median output tok/s of each model's latest finished answers (at most per_model each):
+    the measured figure the model library shows beside its forecast."""
+    rows = (
+        Generation.objects.filter(status=Generation.Status.DONE, output_tps__isnull=False)
+        .exclude(model_name="")
+        .order_by("-id")
+        .values_list("model_name", "output_tps")[: per_model * 20]
+    )
+    rates: dict[str, list[float]] = defaultdict(list)
+    for name, tps in rows:
+        if len(rates[name]) < per_model:
+            rates[name].append(tps)
+    return {name: sorted(values)[len(values) // 2] for name, values in rates.items()}

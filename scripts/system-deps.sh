@@ -2,7 +2,8 @@
 # Installs the Debian packages HomeAI needs when they are missing (root or sudo).
 #   scripts/system-deps.sh          what `make run` needs
 #   scripts/system-deps.sh --test   plus Chromium and a Korean font for the browser tests, and GNU
-#                                   gettext (the i18n tests compile the catalogs to compare them)
+#                                   gettext (the i18n tests compile the catalogs to compare them), and
+#                                   docker-registry (the model-pull tests pull from it)
 set -euo pipefail
 
 need=()
@@ -25,6 +26,8 @@ if [[ "${1:-}" == "--test" ]]; then
   # Korean glyphs for the browser tests and the docs' Korean screenshots.
   [[ -d /usr/share/fonts/truetype/nanum ]] || need+=(fonts-nanum)
   have_cmd msgfmt || need+=(gettext)
+  # A real OCI distribution registry for the model-pull tests (tests/infra/pull).
+  have_cmd docker-registry || need+=(docker-registry)
 fi
 
 if ((${#need[@]} == 0)); then

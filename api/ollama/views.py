@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import json
+from pathlib import Path
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -21,6 +23,7 @@ from inference.dispatch import registry
 from inference.gguf_header import read_header
 from inference.models import EngineConfig
 from infra.dbthreads import kept_db
+from infra.pull import store
 
 NEVER = "9999-12-31T23:59:59Z"  # /api/ps's expires_at: a worker keeps its model until it is told otherwise
 
@@ -118,6 +121,21 @@ def _running() -> dict:
     return {"models": models}
 
 
+def _parameters(params: str | None) -> str:
+    """Ollama's params layer (JSON) as its /api/show writes it: one `name value` line each."""
+    try:
+        values = json.loads(params) if params else {}
+    except ValueError:
+        return ""
+    if not isinstance(values, dict):
+        return ""
+    lines = []
+    for key, value in values.items():
+        for item in value if isinstance(value, list) else [value]:
+            lines.append(f"{key:<30} {json.dumps(item)}")
+    return "\n".join(lines)
+
+
 def _show(request: HttpRequest) -> dict:
     data = read_body(request)
     if "model" not in data and "name" in data:  # older clients name it `name`
@@ -134,9 +152,14 @@ def _show(request: HttpRequest) -> dict:
             for key, value in meta.items()
             if isinstance(value, str | int | float | bool) and key != "tokenizer.chat_template"
         }
+    # A pulled model's registry layers: its parameters and licence, and its template where the
+    # GGUF has none (infra/pull/store.py keeps them beside the file).
+    pulled = store.read_sidecar(Path(info.path)) if info is not None else {}
+    template = template or pulled.get("template", "")
     return {
         "modelfile": f"FROM {name}\n",
-        "parameters": "",
+        "parameters": _parameters(pulled.get("params")),
+        "license": pulled.get("license", ""),
         "template": template if isinstance(template, str) else "",
         "details": item["details"],
         "model_info": model_info,

@@ -194,6 +194,11 @@ def announce_models(models: list[dict]) -> None:
         redis_client.client().hset(redis_client.MODELS_KEY, mapping={m["name"]: json.dumps(m) for m in models})
 
 
+def forget_model(name: str) -> None:
+    """A deleted model: no longer known (living workers that held it stop listing it at their next beat)."""
+    redis_client.client().hdel(redis_client.MODELS_KEY, name)
+
+
 def known_models() -> dict[str, dict]:
     """Every model some worker announced: file name -> description."""
     return _read_models(redis_client.client().hgetall(redis_client.MODELS_KEY))

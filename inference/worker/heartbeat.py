@@ -62,6 +62,13 @@ def follow_library() -> None:
     queues.follow([registry.model_queue(m["name"]) for m in _models])
 
 
+def follow_library_now() -> None:
+    """A model just put into the folder (a pull), announced and beaten at once rather than at
+    the next beat: a request for it right after is accepted and routed here."""
+    follow_library()
+    registry.beat(registry.worker_name(), status(), settings.HOMEAI_WORKER_TTL)
+
+
 def _publish_steps() -> None:
     """Ship the engine's step records: to Redis (for the dashboard's history) and live."""
     records = runtime.drain_steps()

@@ -14,9 +14,10 @@ from documents import indexing
 from inference import broadcast, model_library, probe
 
 # Acknowledged when it starts: the database, not the broker, knows whether an answer ran.
+from inference.dispatch import pulls as pull_dispatch
 from inference.dispatch import registry
 from inference.services import demo
-from inference.worker import embedder, heartbeat, queues, runtime, stream
+from inference.worker import embedder, heartbeat, pulls, queues, runtime, stream
 from infra import dbthreads
 
 
@@ -66,6 +67,13 @@ def index_collection(job_id: int, model_name: str) -> None:
         )
     finally:
         _indexing.release()
+
+
+@shared_task(name=pull_dispatch.PULL_TASK, ignore_result=True)
+def pull_model(pid: str, name: str) -> None:
+    """A model pulled into this worker's folder (acknowledged at start: a pull whose worker dies
+    is not run again by itself; the next pull of that name resumes from its partial file)."""
+    pulls.pull_run(pid=pid, name=name)
 
 
 @shared_task(name=registry.DEMO_DOCUMENT_TASK, ignore_result=True)

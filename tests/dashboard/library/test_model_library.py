@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -9,9 +10,12 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from inference import model_library, redis_client
+from inference import model_library, probe, redis_client
 from inference.models import Generation
+from tests import factories
 from tests.support import wait_until
+
+BUNDLED_BASE = factories.BUNDLED_MODEL
 
 
 def holds(health, name: str) -> bool:
@@ -166,3 +170,28 @@ def test_a_model_switch_mid_answer_lets_the_answer_finish_and_the_next_comes_fro
         client.post("/models/", {"model": before})
         redis_client.client().delete(redis_client.ENGINE_CONFIG_KEY)
         second.unlink()
+
+
+def test_each_model_shows_its_decode_forecast_beside_what_its_answers_measured(db, bundled_models):
+    """The forecast is the roofline (the box's measured bandwidth over the file's size); the
+    measured figure the median output tok/s of the model's finished answers."""
+    staff = get_user_model().objects.create_superuser("admin", password="x" * 12)
+    for tps in (30.0, 40.0, 50.0):
+        factories.finished_generation(staff, prompt="Hi", answer="Hi.", model_name=BUNDLED_BASE, output_tps=tps)
+    key = probe.probe_key(probe.host_name())
+    r = redis_client.client()
+    kept = r.get(key)  # a worker's real probe of this host, put back afterwards
+    r.set(key, json.dumps({"host": probe.host_name(), "bandwidth_gbs": 10.0, "gflops": 100.0}))
+    try:
+        client = Client()
+        client.force_login(staff)
+        page = client.get("/models/").content.decode()
+    finally:
+        if kept is None:
+            r.delete(key)
+        else:
+            r.set(key, kept)
+    row = page[page.index(f"<strong>{BUNDLED_BASE}</strong>") :]
+    cell = row[row.index('class="model-speed">') + len('class="model-speed">') :]
+    forecast = 10.0e9 / settings.BUNDLED_BASE_MODEL_PATH.stat().st_size
+    assert cell[: cell.index("</td>")] == f"≤ {forecast:.0f} · 40.0"

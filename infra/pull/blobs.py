@@ -1,0 +1,143 @@
+"""One blob fetched to a partial file: resumed with a Range request, checked by its sha256."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from infra.pull import store
+from infra.pull.errors import PullCancelled, PullError
+
+CHUNK = 1 << 20
+Progress = Callable[[str, int, int], None]  # (digest, total, completed)
+
+
+def _hash_of(path: Path) -> tuple[hashlib._Hash, int]:
+    """The sha256 state and length of what a partial file holds already."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while block := f.read(CHUNK):
+            digest.update(block)
+            size += len(block)
+    return digest, size
+
+
+def check_digest(digest: str, got: str, what: str) -> None:
+    if got != digest.removeprefix("sha256:"):
+        raise PullError(
+            "digest_mismatch",
+            f"The download of {what} does not match its sha256 digest (the registry sent other bytes "
+            "than its manifest names); nothing was kept. Pull again; if it fails again, "
+            "the registry's copy is damaged.",
+            status=502,
+        )
+
+
+def _fetch(
+    client: httpx.Client,
+    url: str,
+    *,
+    digest: str,
+    size: int,
+    partial: Path,
+    what: str,
+    progress: Progress,
+    cancelled: Callable[[], bool],
+) -> Path:
+    """Download url into `partial` (resuming what it holds), check its digest; the partial file.
+
+    1. Hash what the partial holds; ask for the rest with `Range: bytes=N-` (a server that
+       answers 200 sends it all again: the partial is started over).
+    2. Append and hash each chunk, reporting (digest, size, completed); a cancel stops between
+       chunks (the caller removes the partial).
+    3. Compare the sha256 with the digest: a mismatch removes the partial (a resume would
+       only repeat the bad bytes) and raises digest_mismatch.
+    """
+    if not digest.startswith("sha256:"):
+        raise PullError(
+            "registry_error",
+            f"The registry names {what} by a {digest.split(':')[0]} digest; HomeAI checks sha256 only.",
+            status=502,
+        )
+    hashed, have = _hash_of(partial) if partial.exists() else (hashlib.sha256(), 0)
+    if have > size:
+        partial.unlink()
+        hashed, have = hashlib.sha256(), 0
+    progress(digest, size, have)
+    if have < size:
+        headers = {"Range": f"bytes={have}-"} if have else {}
+        try:
+            with client.stream("GET", url, headers=headers) as response:
+                if response.status_code == 200 and have:
+                    hashed, have = hashlib.sha256(), 0  # no ranges here: from the start
+                    mode = "wb"
+                elif response.status_code in (200, 206):
+                    mode = "ab"
+                else:
+                    raise PullError(
+                        "registry_error",
+                        f"The registry answered {response.status_code} for {what}.",
+                        status=502,
+                    )
+                # Unbuffered: what progress reported is in the file, even if the process dies next.
+                with open(partial, mode, buffering=0) as out:
+                    for block in response.iter_bytes():  # as it arrives: a cut loses nothing received
+                        if cancelled():
+                            raise PullCancelled(what)
+                        out.write(block)
+                        hashed.update(block)
+                        have += len(block)
+                        progress(digest, size, have)
+        except OSError as exc:
+            if (full := store.disk_full(exc)) is not None:
+                partial.unlink(missing_ok=True)
+                raise full from exc
+            raise
+    try:
+        check_digest(digest, hashed.hexdigest(), what)
+    except PullError:
+        partial.unlink(missing_ok=True)
+        raise
+    return partial
+
+
+def fetch(
+    client: httpx.Client,
+    url: str,
+    *,
+    digest: str,
+    size: int,
+    partial: Path,
+    what: str,
+    progress: Progress,
+    cancelled: Callable[[], bool],
+) -> Path:
+    """_fetch with one writer per partial file: an advisory lock beside it, so two pulls of one
+    blob in one folder (a pull started again while its first run still writes) never append to
+    it together; the second is refused with a sentence."""
+    lock_path = partial.with_name(partial.name + ".lock")
+    with open(lock_path, "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise PullError(
+                "busy", f"Another pull is writing {what} into this models folder now: wait for it to end.", status=409
+            ) from None
+        try:
+            return _fetch(
+                client,
+                url,
+                digest=digest,
+                size=size,
+                partial=partial,
+                what=what,
+                progress=progress,
+                cancelled=cancelled,
+            )
+        finally:
+            lock_path.unlink(missing_ok=True)
