@@ -316,6 +316,8 @@ def housemates(*, user) -> list[dict]:
         account = getattr(person, "account", None)
         entries.append({"id": person.id, "name": (account and account.display_name) or person.username})
     return entries
+
+
 def decode_rates(*, per_model: int = 50) -> dict[str, float]:
     """The median output tok/s of each model's latest finished answers (at most per_model each):
     the measured figure the model library shows beside its forecast."""
