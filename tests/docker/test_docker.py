@@ -138,6 +138,7 @@ APP = {"manage.py", "docker/entrypoint.sh", "templates", "static", "locale"} | {
     "dashboard",
     "api",
     "accounts",
+    "documents",
     "inference",
     "infra",
 }
