@@ -49,10 +49,7 @@ a chunk will cost. Until one has been seen, a chunk is min_chunk tokens: small, 
 The target is either a fixed step time (target_ms) or relative: stall_factor times what the
 running decodes cost alone at their depth, i.e. "a pasted document may make the chats' steps at
 most this many times slower". The relative form travels from a NAS CPU to a GPU unchanged. With
-no decode running nobody can stall, but a question may arrive: such a step is cut to about
-burst_ms (at least ALONE_FLOOR tokens), so a question asked while a long prompt is read alone
-(Open WebUI's title and follow-up tasks run right after each answer) waits at most that long
-and then goes first, shortest prompt first.
+no decode running nobody can stall, so the prompt goes in as large chunks as the batch allows.
 
 A per-step target alone staggers prompts that arrive together. Four questions sent at once: the
 first is read alone (nothing decodes yet), and the other three then trickle in beside its one
@@ -89,7 +86,6 @@ MIN_DEPTH_APART = 32
 
 
 UNLIMITED = 1 << 30  # the scheduler clamps it to the batch size
-ALONE_FLOOR = 128  # the fewest prompt tokens a step nobody decodes in is cut to (_alone_budget)
 
 
 def cells_attended(start: int, n_tokens: int) -> int:
@@ -151,7 +147,6 @@ class StepCostModel:
         self._decode: dict[int, deque[tuple[float, int]]] = {}  # n_decode -> (ms, cells its decodes attended)
         self._mixed: deque[_Mixed] = deque(maxlen=SLOPE_WINDOW)
         self._per_token_alone: deque[float] = deque(maxlen=WINDOW)  # prompt-only steps, per token
-        self._per_token_big: deque[float] = deque(maxlen=WINDOW)  # those of ALONE_FLOOR tokens or more
         self.attend_ms = 0.0  # what a token attending one more KV cell costs; 0 until two depths were seen
         self.last_n_decode = 0  # decodes in the latest step that had any: what "now" looks like
         self.decode_cells = 0  # cells the running decodes attend in the next step (at())
@@ -275,8 +270,6 @@ class StepCostModel:
             self.allowance_ms = self.burst_ms
             if n_prefill >= MIN_PREFILL_TO_LEARN:
                 self._per_token_alone.append(ms / n_prefill)
-            if n_prefill >= ALONE_FLOOR:  # a few tokens cost more each: they would cut big prompts small
-                self._per_token_big.append(ms / n_prefill)
             return
         self.last_n_decode = n_decode
         if n_prefill == 0:
@@ -323,7 +316,7 @@ class StepCostModel:
         if not self.adaptive:
             return None
         if n_decode == 0:
-            return self._alone_budget()
+            return UNLIMITED
         target = self.target(n_decode)
         if target is None:
             return None
@@ -336,18 +329,6 @@ class StepCostModel:
         # No floor past this: 16 tokens 2,000 cells deep cost ~4x what they do at the start, more
         # than a 3x target leaves beside three chats, and a floor would break the bound there.
         return n_decode + max(self._fit(room_ms, self.prompt_depth, per_token), 1)
-
-    def _alone_budget(self) -> int:
-        """A step nobody decodes in: it stalls nobody, but a question that arrives meanwhile
-        waits for it to end. So it lasts about burst_ms at most, priced by what prompt-only steps
-        cost per token (plus attention at the prompt's depth), and never fewer than ALONE_FLOOR
-        tokens (a big batch reads a prompt fastest); the newcomer then goes first, shortest
-        prompt first. Unlimited until a prompt-only step of ALONE_FLOOR tokens or more has been
-        measured (a short one's per-token cost is mostly the step's own), or with no burst_ms."""
-        if not self.burst_ms or not self._per_token_big:
-            return UNLIMITED
-        per_token = statistics.median(self._per_token_big)
-        return max(self._fit(self.burst_ms, self.prompt_depth, per_token), ALONE_FLOOR)
 
     def burst_tokens(self, n_decode: int) -> int:
         """Prompt tokens the allowance adds past budget(n_decode), for prompts that then fit
