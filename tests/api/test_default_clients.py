@@ -6,9 +6,8 @@ server and the bundled chat model (greedy and with a small max_tokens, to stay q
   than the model can use: it is offered the matching ones, says so in X-HomeAI-Tools, and the
   conversation's next message reuses the tool block from the cache;
 - the `ollama` client's chat() with tools=, LangChain's ChatOllama with bound tools, and
-  LangChain's ChatOpenAI request shape (langchain-openai is not a dependency: the `openai`
-  client sends the body ChatOpenAI sends, tools and tool_choice as bind_tools writes them),
-  each through a tool round trip: the call, the tool's result sent back, an answer in words;
+  LangChain's ChatOpenAI with bound tools (only its connection set), each through a tool
+  round trip: the call, the tool's result sent back, an answer in words;
 - Home Assistant's Ollama integration (homeassistant/components/ollama/entity.py): a system
   prompt that changes with every request (the time), its Assist tools, stream, keep_alive -1,
   options.num_ctx 8192, think false; and its tool result turn;
@@ -29,6 +28,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_ollama import ChatOllama
+from langchain_openai import ChatOpenAI
 
 from inference.models import Generation
 from tests.api.openwebui_tools import OPENWEBUI_TOOLS, WRITE_NOTE
@@ -200,37 +200,21 @@ def test_a_langchain_chat_ollama_agent_does_a_tool_round_trip(chat_ollama):
     assert words(final.content) and not final.tool_calls
 
 
-def test_a_chat_openai_shaped_agent_does_a_tool_round_trip(api):
-    # ChatOpenAI(model=...).bind_tools([weather], tool_choice="any"): LangChain's body.
-    tools = [
-        {
-            "type": "function",
-            "function": {
-                "name": "weather",
-                "description": "Get the current weather in a city.",
-                "parameters": {"properties": {"city": {"type": "string"}}, "required": ["city"], "type": "object"},
-            },
-        }
-    ]
-    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
-    first = api.chat.completions.create(
-        model=MODEL, messages=messages, tools=tools, tool_choice="required", stream=False, temperature=0, max_tokens=40
-    )
-    call = first.choices[0].message.tool_calls[0]
-    assert first.choices[0].finish_reason == "tool_calls" and call.function.name == "weather"
-    city = json.loads(call.function.arguments)["city"]
-    messages += [
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [{"id": call.id, "type": "function", "function": call.function.model_dump()}],
-        },
-        {"role": "tool", "content": weather.invoke({"city": city}), "tool_call_id": call.id},
-    ]
-    final = api.chat.completions.create(
-        model=MODEL, messages=messages, tools=tools, stream=False, temperature=0, max_tokens=24
-    )
-    assert words(final.choices[0].message.content) and not final.choices[0].message.tool_calls
+@pytest.fixture
+def chat_openai(live_server_url, worker, settled, api_key) -> ChatOpenAI:
+    # As a person writes it: the connection only (base URL and key), every other setting LangChain's.
+    return ChatOpenAI(model=MODEL, base_url=f"{live_server_url}/v1", api_key=api_key)
+
+
+def test_a_langchain_chat_openai_agent_does_a_tool_round_trip(chat_openai):
+    question = HumanMessage("What is the weather in Paris?")
+    # tool_choice "any" is LangChain's word for OpenAI's "required": the 135M model would not choose.
+    called = chat_openai.bind_tools([weather], tool_choice="any").invoke([question])
+    assert isinstance(called, AIMessage) and called.tool_calls[0]["name"] == "weather"
+    assert called.response_metadata["finish_reason"] == "tool_calls"
+    result = ToolMessage(weather.invoke(called.tool_calls[0]["args"]), tool_call_id=called.tool_calls[0]["id"])
+    final = chat_openai.bind_tools([weather]).invoke([question, called, result])
+    assert words(final.content) and not final.tool_calls
 
 
 # Home Assistant's Assist tools, as its Ollama integration formats them (_format_tool: name,
