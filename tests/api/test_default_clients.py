@@ -180,12 +180,9 @@ def test_the_ollama_client_chat_with_tools_answers_in_words_and_reads_a_tool_res
 
 @pytest.fixture
 def chat_ollama(live_server_url, worker, settled, api_key) -> ChatOllama:
+    # As a person writes it: the connection only (base URL and key), every other setting LangChain's.
     return ChatOllama(
-        model=MODEL,
-        base_url=live_server_url,
-        temperature=0,
-        num_predict=24,
-        client_kwargs={"headers": {"Authorization": f"Bearer {api_key}"}},
+        model=MODEL, base_url=live_server_url, client_kwargs={"headers": {"Authorization": f"Bearer {api_key}"}}
     )
 
 
@@ -193,7 +190,7 @@ def test_a_langchain_chat_ollama_agent_does_a_tool_round_trip(chat_ollama):
     agent = chat_ollama.bind_tools([weather])
     question = HumanMessage("What is the weather in Paris?")
     assert words(agent.invoke([question]).content)
-    called = agent.invoke([question], options={"temperature": 0, "tool_choice": "required"})
+    called = agent.invoke([question], options={"tool_choice": "required"})
     assert isinstance(called, AIMessage) and called.tool_calls[0]["name"] == "weather"
     result = ToolMessage(weather.invoke(called.tool_calls[0]["args"]), tool_call_id=called.tool_calls[0]["id"])
     final = agent.invoke([question, called, result])
