@@ -5,19 +5,23 @@
 # WebUI on spare ports with scratch data, then drives Open WebUI's UI with Debian's Chromium
 # (tests/openwebui/check_openwebui.py). Prints what it saw and each answer's TTFT, stops
 # everything; exit status 0 only when every step passed. Needs `make install-dev` and
-# `scripts/system-deps.sh --test`. Two cases:
+# `scripts/system-deps.sh --test`. Three cases:
 #
 #   defaults (the default): Open WebUI as a household installs it, only its connections to
 #     HomeAI (URL and key) and the offline flags set: its 36 built-in tools, title, tags and
 #     follow-up tasks on. "What is a NAS good for? Answer in one sentence." must be answered in
 #     words on the default model, over each connection, and a second message in that chat must
 #     reuse the first's prompt (tool block included) from HomeAI's cache.
+#   export: the defaults, a chat whose second answer is regenerated, saved as Open WebUI's
+#     "Export chat (.json)" writes it into OWUI_CHECK_EXPORT (default: the import test's fixture,
+#     tests/inference/exports/open-webui-<version>-chat-export.json).
 #   custom: the workspace a household sets up for tools: the built-in tools off, a workspace
 #     model with a house weather tool that is forced until it has answered: a message streams,
 #     the tool is called, its result shown, then an answer in words.
 #
 #   scripts/check-openwebui.sh            # defaults
 #   scripts/check-openwebui.sh custom
+#   scripts/check-openwebui.sh export     # writes the import test's Open WebUI file
 #   OWUI_CHECK_SHOTS=/tmp/owui-shots scripts/check-openwebui.sh   # also keep screenshots
 #
 # OWUI_VENV (/var/tmp/homeai-openwebui/venv), OWUI_VERSION (0.12.4), OWUI_CHECK_WORK
@@ -28,8 +32,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 case=${1:-defaults}
-if [[ $case != defaults && $case != custom ]]; then
-  echo "usage: $0 [defaults|custom]" >&2
+if [[ $case != defaults && $case != custom && $case != export ]]; then
+  echo "usage: $0 [defaults|custom|export]" >&2
   exit 2
 fi
 venv=${OWUI_VENV:-/var/tmp/homeai-openwebui/venv}
@@ -110,5 +114,6 @@ wait_for HomeAI "http://127.0.0.1:$homeai_port/healthz" '"count": 1' 180
 wait_for "Open WebUI" "http://127.0.0.1:$webui_port/health" '"status":true' 300
 echo "HomeAI $(git describe --always --dirty) on port $homeai_port, Open WebUI $version on port $webui_port, $case"
 
+export OWUI_CHECK_EXPORT=${OWUI_CHECK_EXPORT:-$root/tests/inference/exports/open-webui-$version-chat-export.json}
 OWUI_CHECK_WEBUI_URL=http://127.0.0.1:$webui_port OWUI_CHECK_HOMEAI_USER=house OWUI_CHECK_CASE=$case \
   .venv/bin/python -m tests.openwebui.check_openwebui

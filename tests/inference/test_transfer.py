@@ -198,6 +198,21 @@ def test_an_open_webui_export_imports_with_its_messages_in_order(alice):
     assert chat.updated_at.timestamp() == 1733220107
 
 
+def test_a_chat_open_webui_itself_exported_imports_with_its_messages_and_versions_in_order(alice):
+    # Written by Open WebUI 0.12.4's "Export chat (.json)" over its OpenAI connection to HomeAI
+    # (scripts/check-openwebui.sh export): two questions, the second answer regenerated once.
+    document = (EXPORTS / "open-webui-0.12.4-chat-export.json").read_bytes()
+    history = json.loads(document)[0]["chat"]["history"]
+    [chat] = transfer.chats_import(user=alice, data=document)
+    assert chat.title == "What is a NAS good for? Answer in one sentence."
+    texts = {key: m["content"] for key, m in history["messages"].items()}
+    first, answer, second, version_1, version_2 = texts.values()
+    assert shown_texts(chat) == [("user", first), ("assistant", answer), ("user", second), ("assistant", version_2)]
+    assert history["currentId"] == list(texts)[-1]  # Open WebUI showed the regenerated answer
+    versions = Message.objects.filter(conversation=chat, parent__content=second).order_by("id")
+    assert [v.content for v in versions] == [version_1, version_2]
+
+
 @pytest.mark.parametrize(
     ("data", "code", "sentence"),
     [

@@ -27,6 +27,10 @@ custom: the workspace a household sets up for tools. For each connection:
    header set on the connection), the forced call, then an unforced answer that read the
    tool's result, all done, and the dashboard lists them.
 
+export: Open WebUI with its defaults, a chat of two questions over the OpenAI connection whose
+second answer is regenerated (two versions), written to OWUI_CHECK_EXPORT as its "Export chat
+(.json)" writes it; tests/inference/test_transfer.py imports that file.
+
 It is a script, not a pytest module: it needs Open WebUI (7.4 GB installed) and both
 servers running, and `make test` must not collect it. Exit status 0 only when every step passed.
 """
@@ -61,6 +65,7 @@ WEBUI = os.environ.get("OWUI_CHECK_WEBUI_URL", "http://127.0.0.1:8811")
 MODEL = os.environ.get("OWUI_CHECK_MODEL", "SmolLM2-135M-Instruct.Q4_1.gguf")
 HOMEAI_USER = os.environ.get("OWUI_CHECK_HOMEAI_USER", "house")
 SHOTS = os.environ.get("OWUI_CHECK_SHOTS", "")  # a folder for screenshots, or none
+EXPORT = os.environ.get("OWUI_CHECK_EXPORT", "")  # the export case's file
 CASE = os.environ.get("OWUI_CHECK_CASE", "defaults")
 NAS_QUESTION = "What is a NAS good for? Answer in one sentence."
 FOLLOW_UP = "And for photos?"
@@ -317,13 +322,65 @@ def custom() -> list[tuple[str, bool, str]]:
     return results
 
 
+def exported_chat(token: str, deadline: float) -> dict | None:
+    """The chat as Open WebUI's "Export chat (.json)" takes it (GET /api/v1/chats/{id}), once
+    its second question has two finished answers (Open WebUI saves a chat when an answer ends)."""
+    while time.monotonic() < deadline:
+        chats = api("/api/v1/chats/", token=token)
+        chat = api(f"/api/v1/chats/{chats[0]['id']}", token=token) if chats else None
+        messages = (chat or {}).get("chat", {}).get("history", {}).get("messages", {})
+        asked = [m for m in messages.values() if m.get("role") == "user" and m.get("content") == FOLLOW_UP]
+        answers = [messages[c] for c in (asked[0].get("childrenIds") or []) if c in messages] if asked else []
+        if len(answers) == 2 and all(a.get("done") and a.get("content") for a in answers):
+            return chat
+        time.sleep(1)
+    return None
+
+
+def export() -> list[tuple[str, bool, str]]:
+    """A chat of two questions whose second answer is regenerated (two versions), written to
+    OWUI_CHECK_EXPORT as Open WebUI's "Export chat (.json)" writes it: JSON.stringify([chat])."""
+    token = sign_up()
+    client = "open-webui-openai"
+    with signed_in() as page:
+        start = last_id()
+        ask(page, f"openai.{MODEL}", NAS_QUESTION, "export-first")
+        follow_up(page, FOLLOW_UP, start, client)
+        # The last answer's actions (Regenerate among them) appear once it has ended.
+        page.locator("button[aria-label='Regenerate']").last.wait_for(timeout=ANSWER_TIMEOUT_MS)
+        if SHOTS:
+            page.screenshot(path=str(Path(SHOTS) / "export-before.png"), full_page=True)
+        again = last_id()
+        deadline = time.monotonic() + ANSWER_TIMEOUT_MS / 1000
+        while chat_row(again, client, FOLLOW_UP) is None and time.monotonic() < deadline:
+            if not Generation.objects.filter(id__gt=again, client=client).exists():
+                # Regenerate opens a menu (a suggestion box, Try Again, Add Details, More Concise).
+                page.locator("button[aria-label='Regenerate']").last.click()
+                page.get_by_text("Try Again", exact=True).click()
+            time.sleep(5)
+        chat = exported_chat(token, deadline)
+        if SHOTS:
+            page.screenshot(path=str(Path(SHOTS) / "export-after.png"), full_page=True)
+    if chat is None:
+        return [("export: the second answer regenerated and saved", False, "no chat with two answers to it")]
+    Path(EXPORT).write_text(json.dumps([chat], ensure_ascii=False, separators=(",", ":")) + "\n")
+    count = len(chat["chat"]["history"]["messages"])
+    return [("export: a chat with a regenerated answer exported", True, f"{count} messages into {EXPORT}")]
+
+
 def main() -> int:
     first_id = last_id()
-    results = defaults() if CASE == "defaults" else custom()
+    results = {"defaults": defaults, "custom": custom, "export": export}[CASE]()
+    if CASE == "export":  # one connection only
+        return report(results, first_id)
     viewer = get_user_model().objects.get(username=HOMEAI_USER)
     listed = {row["client"] for row in dashboard_rows(filters=parse_filters({}), viewer=viewer)}
     ok = {f"open-webui-{c}" for c in CONNECTIONS} <= listed
     results.append(("the dashboard lists both connections", ok, ", ".join(sorted(listed))))
+    return report(results, first_id)
+
+
+def report(results: list[tuple[str, bool, str]], first_id: int) -> int:
     for name, ok, detail in results:
         print(f"{'PASS' if ok else 'FAIL'}  {name}: {detail}")
     print(f"Generations since the start: {Generation.objects.filter(id__gt=first_id).count()}")
