@@ -321,6 +321,28 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def own_stack(name: str, **env: str) -> tuple[Stack, Path]:
+    """A HomeAI of its own (not started yet) on the app's own settings and a fresh SQLite
+    database in a scratch folder, which this process's ORM is pointed at too; env: more of the
+    stack's settings. The worker has the settings' own task threads, as `make run` has them."""
+    scratch = Path(tempfile.mkdtemp(prefix=f"homeai-{name}-"))
+    database = scratch / "homeai.sqlite3"
+    connection.close()
+    connection.settings_dict["NAME"] = str(database)  # this process's ORM, on the stack's database
+    call_command("migrate", verbosity=0)
+    env = {
+        "DJANGO_SETTINGS_MODULE": "homeai.settings",
+        "HOMEAI_USE_TEST_DB": "0",
+        "HOMEAI_DATA_DIR": str(scratch),
+        "HOMEAI_DOCUMENTS_DIR": str(scratch / "documents"),
+        "HOMEAI_MODELS_DIR": str(settings.MODELS_DIR),
+        "DATABASE_URL": f"sqlite:///{database}",
+        "SECRET_KEY": settings.SECRET_KEY,  # the sessions this process signs in are read there
+        **env,
+    }
+    return Stack(scratch, env=env, name=name, concurrency=None), scratch
+
+
 def run(
     *,
     minutes: float,
@@ -334,20 +356,7 @@ def run(
     window = minutes * 60
     redis_at = window * 0.3 if redis_restart_at is None else redis_restart_at
     kill_at = window * 0.6 if worker_kill_at is None else worker_kill_at
-    scratch = Path(tempfile.mkdtemp(prefix="homeai-soak-"))
-    database = scratch / "homeai.sqlite3"
-    connection.close()
-    connection.settings_dict["NAME"] = str(database)  # this process's ORM, on the stack's database
-    call_command("migrate", verbosity=0)
-    env = {
-        "DJANGO_SETTINGS_MODULE": "homeai.settings",
-        "HOMEAI_USE_TEST_DB": "0",
-        "HOMEAI_DATA_DIR": str(scratch),
-        "HOMEAI_MODELS_DIR": str(settings.MODELS_DIR),
-        "DATABASE_URL": f"sqlite:///{database}",
-        "SECRET_KEY": settings.SECRET_KEY,  # the sessions this process signs in are read there
-    }
-    stack = Stack(scratch, env=env, name="soak", concurrency=None)  # task threads as `make run` has them
+    stack, _scratch = own_stack("soak")
     stack.start()
     people = [get_user_model().objects.create_user(f"person{i}", password="soak-password-1") for i in range(users)]
     out = io.StringIO()
