@@ -79,6 +79,9 @@ class RetrievalConfig:
     chats: int = 4
     chat_tokens: int = 48
     window_s: float = 20.0
+    # The API's frames (HOMEAI_API_FRAME_MS) for the stack: 0, every token as it comes, so the
+    # chats' gaps are the engine's steps and not the 30 ms frames that hide a slower step.
+    api_frame_ms: float = 0.0
     parts: tuple[str, ...] = ("indexing", "quality", "itl", "search")
     seed: int = 0
 
@@ -474,7 +477,7 @@ def run(cfg: RetrievalConfig, log: Callable[[str], None] = print) -> dict:
     if cfg.peer_python is not None and "indexing" in cfg.parts and not cfg.peer_python.exists():
         raise RuntimeError(f"No peer interpreter at {cfg.peer_python}; make it with: {PEER_INSTALL} (or --no-peer)")
     database = connection.settings_dict["NAME"]
-    stack, scratch = own_stack("retrieval", HOMEAI_THREADS=str(cfg.threads))
+    stack, scratch = own_stack("retrieval", HOMEAI_THREADS=str(cfg.threads), HOMEAI_API_FRAME_MS=str(cfg.api_frame_ms))
     try:
         return _run(cfg, stack, scratch, questions, pages, begun, log)
     finally:

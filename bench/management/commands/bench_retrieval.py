@@ -38,6 +38,12 @@ class Command(BaseCommand):
         parser.add_argument("--chats", type=int, default=4)
         parser.add_argument("--chat-tokens", type=int, default=48)
         parser.add_argument("--window", type=float, default=None, help="seconds of chats before and during (60)")
+        parser.add_argument(
+            "--api-frame-ms",
+            type=float,
+            default=0.0,
+            help="the stack's HOMEAI_API_FRAME_MS (0: every token as it comes, the engine's own gaps)",
+        )
         parser.add_argument("--parts", default=",".join(PARTS), help="which of " + ",".join(PARTS))
         parser.add_argument("--out", default="docs/bench", help="folder for retrieval.json")
         parser.add_argument("--name", default="retrieval", help="the JSON's name, without .json")
@@ -67,6 +73,7 @@ class Command(BaseCommand):
             chats=opts["chats"],
             chat_tokens=opts["chat_tokens"],
             window_s=opts["window"] or (20.0 if quick else 60.0),
+            api_frame_ms=opts["api_frame_ms"],
             parts=parts,
         )
         try:
