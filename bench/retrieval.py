@@ -507,6 +507,11 @@ def _run(
             client.chat(4, [], threading.Lock())
             first = Collection.objects.create(owner=owner, name="pydoc", folder="pydoc")
             if "itl" in cfg.parts:
+                # Every slot has read the chats' prompt once before either window counts (a slot's
+                # cache spares the later answers their prefill, which would otherwise stall the
+                # first window's steps alone).
+                warm = time.monotonic() + max(5.0, cfg.window_s / 4)
+                _chats(client, cfg, lambda: time.monotonic() >= warm, log)
                 log(f"answers: {cfg.chats} chats for {cfg.window_s:g} s, nothing indexing")
                 until = time.monotonic() + cfg.window_s
                 before, _, _ = _chats(client, cfg, lambda: time.monotonic() >= until, log)
