@@ -16,6 +16,7 @@ import argparse
 import json
 import time
 
+import faiss
 import numpy as np
 
 DIMENSIONS = 384
@@ -46,8 +47,6 @@ def main() -> None:
     parser.add_argument("--ef-search", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-
-    import faiss
 
     faiss.omp_set_num_threads(args.threads)
     rng = np.random.default_rng(args.seed)

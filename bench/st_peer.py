@@ -19,6 +19,9 @@ import argparse
 import json
 import time
 
+import sentence_transformers
+import torch
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
@@ -27,9 +30,6 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch", type=int, default=32)
     args = parser.parse_args()
-
-    import sentence_transformers
-    import torch
 
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
