@@ -3,7 +3,8 @@
 #   scripts/system-deps.sh          what `make run` needs
 #   scripts/system-deps.sh --test   plus Chromium and a Korean font for the browser tests, and GNU
 #                                   gettext (the i18n tests compile the catalogs to compare them), and
-#                                   docker-registry (the model-pull tests pull from it)
+#                                   docker-registry (the model-pull tests pull from it), and
+#                                   python3-doc (the Python docs as HTML: bench_retrieval's corpus)
 set -euo pipefail
 
 need=()
@@ -28,6 +29,8 @@ if [[ "${1:-}" == "--test" ]]; then
   have_cmd msgfmt || need+=(gettext)
   # A real OCI distribution registry for the model-pull tests (tests/infra/pull).
   have_cmd docker-registry || need+=(docker-registry)
+  # Debian's Python documentation as HTML, the labelled corpus of manage.py bench_retrieval.
+  [[ -d /usr/share/doc/python3-doc/html/library ]] || need+=(python3-doc)
 fi
 
 if ((${#need[@]} == 0)); then
