@@ -37,6 +37,7 @@ import contextlib
 import json
 import os
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -55,6 +56,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 from dashboard.latency.payload import dashboard_rows, parse_filters  # noqa: E402
 from inference.engine.tools import CALL_OPEN, RESPONSE_OPEN  # noqa: E402
 from inference.models import Generation  # noqa: E402
+from tests.infra.pull.servers import push_ollama_model, tiny_gguf  # noqa: E402
 from tests.support import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 WEBUI = os.environ.get("OWUI_CHECK_WEBUI_URL", "http://127.0.0.1:8811")
@@ -274,10 +276,6 @@ def pull_step() -> list[tuple[str, bool, str]]:
     GGUF pushed into the local registry in Ollama's layout is pulled by name (Open WebUI's admin
     endpoint, the one its admin page's pull box calls, streaming HomeAI's status lines), listed
     in Open WebUI's Ollama models, then deleted the same way (nothing stays in the models folder)."""
-    import tempfile  # noqa: PLC0415 - only this step needs them
-
-    from tests.infra.pull.servers import push_ollama_model, tiny_gguf  # noqa: PLC0415
-
     with tempfile.TemporaryDirectory() as tmp:
         push_ollama_model(REGISTRY, "library/" + PULLED.split(":")[0], "latest", tiny_gguf(Path(tmp) / "t.gguf"))
     token = api("/api/v1/auths/signin", {"email": EMAIL, "password": PASSWORD})["token"]
