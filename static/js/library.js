@@ -145,5 +145,14 @@
     refresh();
   });
 
+  // The recommended models: one click fills the pull box and pulls (or asks whether it fits).
+  for (const button of box.querySelectorAll("[data-pull-name]")) {
+    button.addEventListener("click", () => {
+      input.value = button.dataset.pullName;
+      if (button.dataset.action === "check") check.click();
+      else form.requestSubmit();
+    });
+  }
+
   refresh();
 })();

@@ -10,8 +10,10 @@ import re
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from dashboard.library.curated import RECOMMENDED
 from inference import redis_client
 from infra.pull import store
+from infra.pull.names import parse
 from tests.infra.pull.servers import push_ollama_model, tiny_gguf
 
 # The stack's fixtures (pytest finds them here by name; the parameters of the same names are them).
@@ -91,3 +93,20 @@ def test_before_a_pull_the_page_says_whether_it_fits_and_how_fast_it_should_be(p
     page.fill("#pull-name", "nobody-has:this")
     page.click("#pull-check")
     expect(page.locator("#pull-error")).to_contain_text("There is no model nobody-has:this", timeout=WAIT * MS)
+
+
+def test_a_recommended_model_is_pulled_with_one_click(page, registry, models_dir, tmp_path):
+    """The curated table's first row (dashboard/library/curated.py), its name served by the
+    test registry (a small GGUF under it): its Pull button starts the pull, which ends with the
+    model in the folder."""
+    handle, _ = registry
+    first = RECOMMENDED[0]
+    name = parse(first.name)
+    push_ollama_model(handle.url, name.repository, name.tag, tiny_gguf(tmp_path / "r.gguf", n_floats=1024))
+    page.goto("/models/")
+    row = page.locator(f'tr[data-recommended="{first.name}"]')
+    expect(row).to_contain_text(first.licence)
+    row.locator('button[data-action="pull"]').click()
+    expect(page.locator(".pull", has_text=name.short)).to_contain_text("Pulled", timeout=WAIT * MS)
+    assert (models_dir / name.file_name).is_file()
+    store.remove(models_dir / name.file_name)
