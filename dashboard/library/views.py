@@ -125,6 +125,7 @@ def model_library(request: HttpRequest) -> HttpResponse:
         "active": config.model_name or settings.HOMEAI_MODEL_PATH.name,
         "models_dir": settings.MODELS_DIR,
         "workers": list(registry.live_workers().values()),
+        "machines": _machines(),
         "defaults": {
             "context": settings.HOMEAI_CONTEXT,
             "threads": settings.HOMEAI_THREADS,
@@ -208,6 +209,12 @@ def pull_start(request: HttpRequest) -> HttpResponse:
         return JsonResponse(
             {"code": "bad_name", "message": message % {"name": text[:200]}, "field": "name"}, status=400
         )
+    machine = str(_json_body(request).get("machine", "")).strip()
+    if machine and machine not in _machines():
+        message = _("No worker runs on %(machine)s now: choose another machine, or any worker.")
+        return JsonResponse(
+            {"code": "bad_machine", "message": message % {"machine": machine[:200]}, "field": "machine"}, status=400
+        )
     state, started = pulls.start(name)
     if state is None:
         message = _("%(n)s pulls are running already: wait for one to end, then pull again.")
@@ -215,8 +222,13 @@ def pull_start(request: HttpRequest) -> HttpResponse:
             {"code": "too_many_pulls", "message": message % {"n": settings.HOMEAI_MAX_PULLS}}, status=429
         )
     if started:
-        pulls.send(state)
+        pulls.send(state, machine)
     return JsonResponse({"pull": _pull_shown(state)})
+
+
+def _machines() -> list[str]:
+    """The machines workers run on now (where a pull may be sent)."""
+    return sorted({registry.machine_of(name) for name in registry.live_workers()})
 
 
 @staff_member_required

@@ -136,7 +136,8 @@
     event.preventDefault();
     showError("");
     try {
-      const { pull } = await fetchJson(form.action, { name: input.value });
+      const machine = document.getElementById("pull-machine").value;
+      const { pull } = await fetchJson(form.action, { name: input.value, machine });
       runningSeen.add(pull.id);
       input.value = "";
     } catch (e) {

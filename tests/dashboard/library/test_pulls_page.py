@@ -6,6 +6,7 @@ model in the table; a held download shows its progress and is cancelled from the
 from __future__ import annotations
 
 import re
+import socket
 
 import pytest
 from playwright.sync_api import expect, sync_playwright
@@ -110,3 +111,21 @@ def test_a_recommended_model_is_pulled_with_one_click(page, registry, models_dir
     expect(page.locator(".pull", has_text=name.short)).to_contain_text("Pulled", timeout=WAIT * MS)
     assert (models_dir / name.file_name).is_file()
     store.remove(models_dir / name.file_name)
+
+
+def test_a_pull_goes_to_the_machine_chosen(page, registry, models_dir, tmp_path):
+    """The machine list names each machine a worker runs on; a pull sent to this one's queue
+    (registry.machine_queue) is taken by its worker. A machine no worker runs on is refused."""
+    handle, _ = registry
+    push_ollama_model(handle.url, "library/onhost", "latest", tiny_gguf(tmp_path / "h.gguf", n_floats=1024))
+    page.goto("/models/")
+    page.select_option("#pull-machine", socket.gethostname())
+    page.fill("#pull-name", "onhost")
+    page.click("#pull-form button[type=submit]")
+    expect(page.locator(".pull", has_text="onhost:latest")).to_contain_text("Pulled", timeout=WAIT * MS)
+    assert (models_dir / "onhost-latest.gguf").is_file()
+    page.evaluate("document.getElementById('pull-machine').add(new Option('nowhere', 'nowhere'))")
+    page.select_option("#pull-machine", "nowhere")
+    page.fill("#pull-name", "onhost")
+    page.click("#pull-form button[type=submit]")
+    expect(page.locator("#pull-error")).to_contain_text("No worker runs on nowhere now", timeout=WAIT * MS)
