@@ -129,3 +129,25 @@ def test_a_pull_goes_to_the_machine_chosen(page, registry, models_dir, tmp_path)
     page.fill("#pull-name", "onhost")
     page.click("#pull-form button[type=submit]")
     expect(page.locator("#pull-error")).to_contain_text("No worker runs on nowhere now", timeout=WAIT * MS)
+
+
+def test_the_dashboard_shows_staff_a_running_pull_and_cancels_it(page, stack, registry, models_dir, tmp_path):
+    handle, proxy = registry
+    gguf = tiny_gguf(tmp_path / "d.gguf", n_floats=2**20)
+    manifest = push_ollama_model(handle.url, "library/dashslow", "latest", gguf)
+    size = manifest["layers"][0]["size"]
+    proxy.hold_after(size // 2)
+    page.goto("/models/")
+    page.fill("#pull-name", "dashslow")
+    page.click("#pull-form button[type=submit]")
+    assert proxy.held.wait(WAIT)
+    page.goto("/dashboard/")
+    row = page.locator("#pulls .pull", has_text="dashslow:latest")
+    expect(row.locator("progress")).to_have_attribute("value", str(size // 2), timeout=WAIT * MS)
+    expect(row.locator(".pull-bytes")).to_contain_text(re.compile(r"of"))
+    row.locator(".pull-cancel").click()
+    pid = row.get_attribute("data-pull")
+    assert wait_until(lambda: stack.redis.client.exists(redis_client.pull_cancel_key(pid)), timeout=WAIT)
+    proxy.release()
+    expect(row).to_contain_text("was cancelled", timeout=WAIT * MS)
+    assert not store.partial_path(models_dir, manifest["layers"][0]["digest"]).exists()
