@@ -11,7 +11,10 @@
 #     HomeAI (URL and key) and the offline flags set: its 36 built-in tools, title, tags and
 #     follow-up tasks on. "What is a NAS good for? Answer in one sentence." must be answered in
 #     words on the default model, over each connection, and a second message in that chat must
-#     reuse the first's prompt (tool block included) from HomeAI's cache.
+#     reuse the first's prompt (tool block included) from HomeAI's cache. Then, on its own,
+#     Open WebUI's "pull a model" (its admin's /ollama/api/pull, what the admin page's box
+#     calls) through HomeAI's Ollama connection: a small GGUF from a local docker-registry
+#     (HOMEAI_PULL_REGISTRY) streams to "success", is listed, and is deleted the same way.
 #   export: the defaults, a chat whose second answer is regenerated, saved as Open WebUI's
 #     "Export chat (.json)" writes it into OWUI_CHECK_EXPORT (default: the import test's fixture,
 #     tests/inference/exports/open-webui-<version>-chat-export.json).
@@ -26,7 +29,7 @@
 #
 # OWUI_VENV (/var/tmp/homeai-openwebui/venv), OWUI_VERSION (0.12.4), OWUI_CHECK_WORK
 # (/tmp/homeai-openwebui-check: the scratch data, emptied first, and the logs) and
-# OWUI_CHECK_PORT (8810: HomeAI; Open WebUI and Redis take the next two) can be changed.
+# OWUI_CHECK_PORT (8810: HomeAI; Open WebUI, Redis and the pull step's registry take the next three) can be changed.
 # docs/api.md records the runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +45,7 @@ work=${OWUI_CHECK_WORK:-/tmp/homeai-openwebui-check}
 homeai_port=${OWUI_CHECK_PORT:-8810}
 webui_port=$((homeai_port + 1))
 redis_port=$((homeai_port + 2))
+registry_port=$((homeai_port + 3)) # the pull step's docker-registry (defaults case)
 
 if [[ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("open-webui"))' 2>/dev/null)" != "$version" ]]; then
   echo "Installing open-webui==$version into $venv (a few GB; minutes)"
@@ -59,17 +63,30 @@ redis-server --bind 127.0.0.1 --port "$redis_port" --save "" --appendonly no --l
 redis=$!
 homeai=
 webui=
+registry=
 cleanup() {
   [[ -n $webui ]] && kill -TERM -- "-$webui" 2>/dev/null
   [[ -n $homeai ]] && kill -TERM -- "-$homeai" 2>/dev/null
+  [[ -n $registry ]] && kill "$registry" 2>/dev/null
   kill "$redis" 2>/dev/null
   wait 2>/dev/null || true
 }
 trap cleanup EXIT
 
 .venv/bin/python manage.py migrate -v0
+# Staff: the connection's key also pulls a model in the defaults case (pulls need a staff key).
 .venv/bin/python manage.py shell -v0 -c \
-  "from django.contrib.auth.models import User; User.objects.create_user('house', password='open-webui check')"
+  "from django.contrib.auth.models import User; User.objects.create_user('house', password='open-webui check', is_staff=True)"
+if [[ $case == defaults ]]; then
+  # The pull step's registry: Debian's docker-registry (the CNCF distribution registry), empty;
+  # check_openwebui.py pushes a small GGUF into it in Ollama's layout.
+  mkdir -p "$work/registry"
+  printf 'version: 0.1\nlog: {level: warn}\nstorage: {filesystem: {rootdirectory: %s}}\nhttp: {addr: "127.0.0.1:%s"}\n' \
+    "$work/registry/storage" "$registry_port" >"$work/registry/config.yml"
+  docker-registry serve "$work/registry/config.yml" >"$work/logs/registry.log" 2>&1 &
+  registry=$!
+  export HOMEAI_PULL_REGISTRY=http://127.0.0.1:$registry_port
+fi
 key=$(.venv/bin/python manage.py create_api_key house --name "Open WebUI")
 PORT=$homeai_port HOST=127.0.0.1 setsid scripts/run.sh >"$work/logs/homeai.log" 2>&1 &
 homeai=$!
@@ -116,4 +133,5 @@ echo "HomeAI $(git describe --always --dirty) on port $homeai_port, Open WebUI $
 
 export OWUI_CHECK_EXPORT=${OWUI_CHECK_EXPORT:-$root/tests/inference/exports/open-webui-$version-chat-export.json}
 OWUI_CHECK_WEBUI_URL=http://127.0.0.1:$webui_port OWUI_CHECK_HOMEAI_USER=house OWUI_CHECK_CASE=$case \
+  OWUI_CHECK_REGISTRY_URL=${HOMEAI_PULL_REGISTRY:-} \
   .venv/bin/python -m tests.openwebui.check_openwebui

@@ -16,6 +16,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.latency.stats import ceilings
+from dashboard.library.curated import recommended
 from inference import forecast as model_forecast
 from inference import probe, selectors
 from inference.dispatch import pulls, registry
@@ -27,6 +28,7 @@ from infra.pull.errors import PullError
 from infra.pull.names import parse as parse_model_name
 
 ENDED_SHOWN_S = 600  # an ended pull stays on the page this long
+FORECAST_CLOSE_PCT = 25  # a forecast this close to the measured figure is called close (issue 39)
 
 
 def _optional_int(raw: str | None, name: str, low: int, high: int) -> int | None:
@@ -50,14 +52,47 @@ def _optional_int(raw: str | None, name: str, low: int, high: int) -> int | None
 
 
 def _with_speeds(models: list) -> list[dict]:
-    """Each model with its decode forecast here (the roofline: measured bandwidth over its size)
-    and, once it has answered, the median tok/s its answers measured."""
+    """Each model with its decode forecast here (inference/forecast.py: from the other models'
+    measured answers, else the roofline's ceiling) and, once it has answered, the median tok/s
+    its answers measured and how far the forecast was from it."""
     measured = selectors.decode_rates()
-    box = probe.box()
+    speeds = model_forecast.decode_speeds(models)
     rows = []
     for m in models:
-        ceil = ceilings(bandwidth_gbs=box.get("bandwidth_gbs"), gflops=None, model_bytes=m.size_bytes, n_params=None)
-        rows.append({**m.as_dict(), "forecast_tps": ceil["decode_tps"], "measured_tps": measured.get(m.name)})
+        speed, got = speeds[m.name], measured.get(m.name)
+        off = round(100 * (speed.tps - got) / got) if speed.tps and got else None
+        rows.append(
+            {
+                **m.as_dict(),
+                "forecast_tps": speed.tps,
+                "forecast_basis": speed.basis,
+                "measured_tps": got,
+                "forecast_off_pct": off,
+                "forecast_close": off is not None and abs(off) <= FORECAST_CLOSE_PCT,
+            }
+        )
+    return rows
+
+
+def _recommended(models: list, share: int) -> list[dict]:
+    """The curated models with what this box says of them before a download: whether their
+    weights fit one model's share of a worker's memory, and their decode forecast here."""
+    sizes = {m.name: m.size_bytes for m in models if m.kind == "chat"}
+    measured = selectors.decode_rates()
+    raw = probe.box().get("bandwidth_gbs")
+    rows = []
+    for r in recommended():
+        size = r.size_mb * 10**6
+        speed = model_forecast.speed_of(r.name, size, sizes, measured, raw)
+        rows.append(
+            {
+                **vars(r),
+                "size_bytes": size,
+                "fits": size <= share,
+                "forecast_tps": speed.tps,
+                "forecast_basis": speed.basis,
+            }
+        )
     return rows
 
 
@@ -80,12 +115,17 @@ def model_library(request: HttpRequest) -> HttpResponse:
             )
         return redirect("model_library")
     config = EngineConfig.current()
+    models = model_library_scan()
+    share = model_forecast.share_bytes()
     context = {
-        "models": _with_speeds(model_library_scan()),
+        "models": _with_speeds(models),
+        "recommended": _recommended(models, share),
+        "share_bytes": share,
         "config": config,
         "active": config.model_name or settings.HOMEAI_MODEL_PATH.name,
         "models_dir": settings.MODELS_DIR,
         "workers": list(registry.live_workers().values()),
+        "machines": _machines(),
         "defaults": {
             "context": settings.HOMEAI_CONTEXT,
             "threads": settings.HOMEAI_THREADS,
@@ -169,6 +209,12 @@ def pull_start(request: HttpRequest) -> HttpResponse:
         return JsonResponse(
             {"code": "bad_name", "message": message % {"name": text[:200]}, "field": "name"}, status=400
         )
+    machine = str(_json_body(request).get("machine", "")).strip()
+    if machine and machine not in _machines():
+        message = _("No worker runs on %(machine)s now: choose another machine, or any worker.")
+        return JsonResponse(
+            {"code": "bad_machine", "message": message % {"machine": machine[:200]}, "field": "machine"}, status=400
+        )
     state, started = pulls.start(name)
     if state is None:
         message = _("%(n)s pulls are running already: wait for one to end, then pull again.")
@@ -176,8 +222,13 @@ def pull_start(request: HttpRequest) -> HttpResponse:
             {"code": "too_many_pulls", "message": message % {"n": settings.HOMEAI_MAX_PULLS}}, status=429
         )
     if started:
-        pulls.send(state)
+        pulls.send(state, machine)
     return JsonResponse({"pull": _pull_shown(state)})
+
+
+def _machines() -> list[str]:
+    """The machines workers run on now (where a pull may be sent)."""
+    return sorted({registry.machine_of(name) for name in registry.live_workers()})
 
 
 @staff_member_required
@@ -229,7 +280,15 @@ def pull_forecast(request: HttpRequest) -> HttpResponse:
             "one model's share of a worker's memory is %(share)s: it does not fit."
         )
     ceil = ceilings(bandwidth_gbs=f.bandwidth_gbs, gflops=f.gflops, model_bytes=f.size_bytes, n_params=f.n_params)
-    if ceil["decode_tps"] and ceil["prefill_tps"]:
+    if f.decode_basis == "answers" and ceil["prefill_tps"]:
+        speed = _(
+            "On this box about %(decode)s tokens/s written (the speed this box's models measured, "
+            "scaled to this model's size) and at best %(prefill)s tokens/s read (the measured FLOP/s)."
+        ) % {
+            "decode": formats.number_format(round(f.decode_tps), force_grouping=True),
+            "prefill": formats.number_format(round(ceil["prefill_tps"]), force_grouping=True),
+        }
+    elif ceil["decode_tps"] and ceil["prefill_tps"]:
         speed = _(
             "On this box at best about %(decode)s tokens/s written and %(prefill)s tokens/s read "
             "(the measured memory bandwidth and FLOP/s over the model's size)."

@@ -18,6 +18,7 @@ from celery import current_app as app
 from django.conf import settings
 
 from inference import broadcast, redis_client
+from inference.dispatch import registry
 
 PULL_TASK = "inference.pull"
 QUEUED_S = 300.0  # a pull no worker has taken in this long no longer counts as running
@@ -92,9 +93,11 @@ def start(name: str) -> tuple[dict | None, bool]:
     return json.loads(found[1]), int(found[0]) == 1
 
 
-def send(state: dict) -> None:
-    """Ask a worker to run the pull (into its own models folder)."""
-    app.send_task(PULL_TASK, args=(state["id"], state["name"]), queue=settings.CELERY_TASK_DEFAULT_QUEUE)
+def send(state: dict, machine: str = "") -> None:
+    """Ask a worker to run the pull (into its own models folder): one on `machine` (a host name
+    from registry.machine_of), or any worker."""
+    queue = registry.machine_queue(machine) if machine else settings.CELERY_TASK_DEFAULT_QUEUE
+    app.send_task(PULL_TASK, args=(state["id"], state["name"]), queue=queue)
 
 
 def read(pid: str) -> dict | None:

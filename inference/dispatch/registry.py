@@ -131,6 +131,17 @@ def request_contexts(workers: dict[str, dict]) -> dict[str, int]:
     return contexts
 
 
+def machine_of(worker: str) -> str:
+    """The machine a worker runs on (its name is host:pid)."""
+    return worker.rsplit(":", 1)[0]
+
+
+def machine_queue(host: str) -> str:
+    """The Celery queue of one machine's pulls: every worker on it consumes it, so a pull sent
+    there lands in that machine's models folder (issue 39: choose where a model goes)."""
+    return f"{settings.CELERY_TASK_DEFAULT_QUEUE}.machine.{host}"
+
+
 def model_queue(model_name: str) -> str:
     """The Celery queue of one model's answers: only workers that hold the model consume it, so
     a worker never takes an answer it cannot write, wherever it runs."""

@@ -15,11 +15,14 @@ _node = ""  # this worker's Celery node name (remote control addresses it)
 _consumed: set[str] = set()  # the model queues it consumes
 
 
-def at_setup(node: str, worker_app, queues: list[str]) -> None:
-    """Before the worker starts consuming: add the model queues to those it will consume."""
+def at_setup(node: str, worker_app, queues: list[str], fixed: tuple[str, ...] = ()) -> None:
+    """Before the worker starts consuming: add the model queues to those it will consume, and
+    the fixed ones (its machine's: registry.machine_queue), which follow() never drops."""
     global _node
     _node = node
     with _lock:
+        for queue in fixed:
+            worker_app.amqp.queues.select_add(queue)
         for queue in queues:
             worker_app.amqp.queues.select_add(queue)
             _consumed.add(queue)

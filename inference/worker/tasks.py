@@ -95,7 +95,12 @@ def _on_worker_setup(sender, instance, **_kwargs) -> None:
     if settings.HOMEAI_BUNDLED_MODELS:
         model_library.ensure_bundled_models()
     runtime.clear_stale_kv()
-    queues.at_setup(sender, instance.app, [registry.model_queue(m.name) for m in model_library.servable()])
+    queues.at_setup(
+        sender,
+        instance.app,
+        [registry.model_queue(m.name) for m in model_library.servable()],
+        fixed=(registry.machine_queue(registry.machine_of(registry.worker_name())),),
+    )
 
 
 @task_prerun.connect

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import queue
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +27,33 @@ def _hash_of(path: Path) -> tuple[hashlib._Hash, int]:
             digest.update(block)
             size += len(block)
     return digest, size
+
+
+class _Hashing:
+    """sha256 of what is appended, computed in a thread of its own: hashlib lets go of the GIL
+    on large updates, so the hash runs beside the download instead of after each chunk (inline,
+    it halved a pull's rate on loopback: bench/pull.py). At most QUEUED chunks wait."""
+
+    QUEUED = 64
+
+    def __init__(self, state: hashlib._Hash):
+        self._state = state
+        self._blocks: queue.Queue[bytes | None] = queue.Queue(self.QUEUED)
+        self._thread = threading.Thread(target=self._run, name="homeai-pull-sha256", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (block := self._blocks.get()) is not None:
+            self._state.update(block)
+
+    def update(self, block: bytes) -> None:
+        self._blocks.put(block)
+
+    def finish(self) -> hashlib._Hash:
+        """The state once every block is hashed (the thread ends)."""
+        self._blocks.put(None)
+        self._thread.join()
+        return self._state
 
 
 def check_digest(digest: str, got: str, what: str) -> None:
@@ -85,14 +114,18 @@ def _fetch(
                         status=502,
                     )
                 # Unbuffered: what progress reported is in the file, even if the process dies next.
-                with open(partial, mode, buffering=0) as out:
-                    for block in response.iter_bytes():  # as it arrives: a cut loses nothing received
-                        if cancelled():
-                            raise PullCancelled(what)
-                        out.write(block)
-                        hashed.update(block)
-                        have += len(block)
-                        progress(digest, size, have)
+                hashing = _Hashing(hashed)
+                try:
+                    with open(partial, mode, buffering=0) as out:
+                        for block in response.iter_bytes():  # as it arrives: a cut loses nothing received
+                            if cancelled():
+                                raise PullCancelled(what)
+                            out.write(block)
+                            hashing.update(block)
+                            have += len(block)
+                            progress(digest, size, have)
+                finally:
+                    hashed = hashing.finish()
         except OSError as exc:
             if (full := store.disk_full(exc)) is not None:
                 partial.unlink(missing_ok=True)

@@ -2,7 +2,8 @@
  * per layer), cancel one. The list is read from the server every second while a pull runs (every
  * five otherwise, to notice one someone else started); a pull this page saw running and then
  * succeed reloads the page, whose table then lists the new model. "Will it fit?" asks for the
- * forecast before any download. */
+ * forecast before any download. The dashboard shows staff the same list (watch and cancel only:
+ * its box has no form, is hidden while no pull is listed, and never reloads the page). */
 (function () {
   "use strict";
   const { el, fetchJson, fmtBytes, fmtNum, say } = HomeAI;
@@ -101,16 +102,22 @@
       return;
     }
     list.replaceChildren(...pulls.map(row));
+    if (box.dataset.watchOnly) box.hidden = !pulls.length;
     let reload = false;
     for (const pull of pulls) {
       if (pull.running) runningSeen.add(pull.id);
       else if (pull.ok && runningSeen.delete(pull.id)) reload = true;
     }
-    if (reload) {
+    if (reload && !box.dataset.watchOnly) {
       window.location.reload();
       return;
     }
     timer = setTimeout(refresh, pulls.some((p) => p.running) ? 1000 : 5000);
+  }
+
+  if (!form) {
+    refresh(); // the dashboard: watch and cancel only
+    return;
   }
 
   // Before the download: whether it fits a worker's share of memory, and its forecast speed here.
@@ -136,7 +143,8 @@
     event.preventDefault();
     showError("");
     try {
-      const { pull } = await fetchJson(form.action, { name: input.value });
+      const machine = document.getElementById("pull-machine").value;
+      const { pull } = await fetchJson(form.action, { name: input.value, machine });
       runningSeen.add(pull.id);
       input.value = "";
     } catch (e) {
@@ -144,6 +152,15 @@
     }
     refresh();
   });
+
+  // The recommended models: one click fills the pull box and pulls (or asks whether it fits).
+  for (const button of box.querySelectorAll("[data-pull-name]")) {
+    button.addEventListener("click", () => {
+      input.value = button.dataset.pullName;
+      if (button.dataset.action === "check") check.click();
+      else form.requestSubmit();
+    });
+  }
 
   refresh();
 })();

@@ -41,6 +41,7 @@ import contextlib
 import json
 import os
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -59,6 +60,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 from dashboard.latency.payload import dashboard_rows, parse_filters  # noqa: E402
 from inference.engine.tools import CALL_OPEN, RESPONSE_OPEN  # noqa: E402
 from inference.models import Generation  # noqa: E402
+from tests.infra.pull.servers import push_ollama_model, tiny_gguf  # noqa: E402
 from tests.support import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 WEBUI = os.environ.get("OWUI_CHECK_WEBUI_URL", "http://127.0.0.1:8811")
@@ -67,6 +69,8 @@ HOMEAI_USER = os.environ.get("OWUI_CHECK_HOMEAI_USER", "house")
 SHOTS = os.environ.get("OWUI_CHECK_SHOTS", "")  # a folder for screenshots, or none
 EXPORT = os.environ.get("OWUI_CHECK_EXPORT", "")  # the export case's file
 CASE = os.environ.get("OWUI_CHECK_CASE", "defaults")
+REGISTRY = os.environ.get("OWUI_CHECK_REGISTRY_URL", "")  # the pull step's docker-registry (defaults)
+PULLED = "owui-pull-check:latest"  # the model the pull step pulls, lists and deletes
 NAS_QUESTION = "What is a NAS good for? Answer in one sentence."
 FOLLOW_UP = "And for photos?"
 EMAIL, PASSWORD = "house@example.org", "an open-webui check passphrase"
@@ -272,6 +276,38 @@ def signed_in():
         browser.close()
 
 
+def pull_step() -> list[tuple[str, bool, str]]:
+    """Open WebUI's "pull a model" through HomeAI's Ollama connection (connection 0): a small
+    GGUF pushed into the local registry in Ollama's layout is pulled by name (Open WebUI's admin
+    endpoint, the one its admin page's pull box calls, streaming HomeAI's status lines), listed
+    in Open WebUI's Ollama models, then deleted the same way (nothing stays in the models folder)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        push_ollama_model(REGISTRY, "library/" + PULLED.split(":")[0], "latest", tiny_gguf(Path(tmp) / "t.gguf"))
+    token = api("/api/v1/auths/signin", {"email": EMAIL, "password": PASSWORD})["token"]
+    request = urllib.request.Request(
+        WEBUI + "/ollama/api/pull/0",
+        data=json.dumps({"model": PULLED}).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(request, timeout=600) as r:
+        lines = [json.loads(line) for line in r if line.strip()]
+    statuses = [line.get("status") or line.get("error", "") for line in lines]
+    ok = bool(lines) and lines[-1].get("status") == "success" and any("completed" in line for line in lines)
+    results = [("ollama: Open WebUI pulls a model by name", ok, f"{len(lines)} lines, last {statuses[-1:]!r}")]
+    listed = [m.get("model") or m.get("name") for m in api("/ollama/api/tags/0", token=token).get("models", [])]
+    shown = any(PULLED.split(":")[0] in str(m) for m in listed)  # by its name or its file's
+    results.append(("ollama: the pulled model is listed", shown, ", ".join(map(str, listed))))
+    delete = urllib.request.Request(
+        WEBUI + "/ollama/api/delete/0",
+        data=json.dumps({"model": PULLED}).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        method="DELETE",
+    )
+    with urllib.request.urlopen(delete, timeout=60) as r:
+        results.append(("ollama: Open WebUI deletes it", r.status == 200, f"HTTP {r.status}"))
+    return results
+
+
 def defaults() -> list[tuple[str, bool, str]]:
     """Open WebUI with its defaults: an answer in words, then a second message from the cache."""
     sign_up()
@@ -291,6 +327,8 @@ def defaults() -> list[tuple[str, bool, str]]:
             reused = bool(row and second and (second.cached_tokens or 0) >= 0.95 * row.prompt_tokens)
             ok = reused and second.status == Generation.Status.DONE
             results.append((f"{connection}: defaults, the second message reuses the first's prompt", ok, ttft(second)))
+    if REGISTRY:
+        results += pull_step()
     return results
 
 

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from inference import forecast as model_forecast
 from inference import model_library, probe, redis_client
 from inference.models import Generation
 from tests import factories
@@ -172,26 +173,57 @@ def test_a_model_switch_mid_answer_lets_the_answer_finish_and_the_next_comes_fro
         second.unlink()
 
 
+def _speed_cell(page: str, name: str) -> str:
+    row = page[page.index(f"<strong>{name}</strong>") :]
+    cell = row[row.index('class="model-speed">') + len('class="model-speed">') :]
+    return " ".join(cell[: cell.index("</td>")].split())
+
+
 def test_each_model_shows_its_decode_forecast_beside_what_its_answers_measured(db, bundled_models):
-    """The forecast is the roofline (the box's measured bandwidth over the file's size); the
-    measured figure the median output tok/s of the model's finished answers."""
+    """Before any other model has answered, the forecast is the roofline (the box's measured
+    bandwidth over the file's size, a ceiling: ≤); once one has, a model's forecast is the
+    bandwidth the others' answers reached here over its size (≈), and the page says how far it
+    was from the model's own measured figure (the median output tok/s of its finished answers)."""
     staff = get_user_model().objects.create_superuser("admin", password="x" * 12)
+    chat = settings.BUNDLED_CHAT_MODEL_PATH
     for tps in (30.0, 40.0, 50.0):
         factories.finished_generation(staff, prompt="Hi", answer="Hi.", model_name=BUNDLED_BASE, output_tps=tps)
     key = probe.probe_key(probe.host_name())
     r = redis_client.client()
     kept = r.get(key)  # a worker's real probe of this host, put back afterwards
-    r.set(key, json.dumps({"host": probe.host_name(), "bandwidth_gbs": 10.0, "gflops": 100.0}))
+    r.set(key, json.dumps({"host": probe.host_name(), "bandwidth_gbs": 20.0, "gflops": 100.0}))
+    client = Client()
+    client.force_login(staff)
     try:
-        client = Client()
-        client.force_login(staff)
-        page = client.get("/models/").content.decode()
+        first = client.get("/models/").content.decode()
+        # The chat model's answers, a little faster than the base model's bandwidth says.
+        calibrated = 40.0 * settings.BUNDLED_BASE_MODEL_PATH.stat().st_size / chat.stat().st_size
+        factories.finished_generation(
+            staff, prompt="Hi", answer="Hi.", model_name=chat.name, output_tps=calibrated * 1.1
+        )
+        second = client.get("/models/").content.decode()
     finally:
         if kept is None:
             r.delete(key)
         else:
             r.set(key, kept)
-    row = page[page.index(f"<strong>{BUNDLED_BASE}</strong>") :]
-    cell = row[row.index('class="model-speed">') + len('class="model-speed">') :]
-    forecast = 10.0e9 / settings.BUNDLED_BASE_MODEL_PATH.stat().st_size
-    assert cell[: cell.index("</td>")] == f"≤ {forecast:.0f} · 40.0"
+    roofline = 20.0e9 / settings.BUNDLED_BASE_MODEL_PATH.stat().st_size
+    off = round(100 * (roofline - 40) / 40)
+    note = '<div class="field-help model-forecast-off">'
+    assert _speed_cell(first, BUNDLED_BASE) == f"≤ {roofline:.0f} · 40.0 {note}Forecast off by {off}%.</div>"
+    expected = f"≈ {calibrated:.0f} · {calibrated * 1.1:.1f} {note}Forecast within ±25% (-9%).</div>"
+    assert _speed_cell(second, chat.name) == expected
+    # The base model's forecast now comes from the chat model's answers.
+    assert _speed_cell(second, BUNDLED_BASE).startswith(f"≈ {40 * 1.1:.0f} · 40.0")
+
+
+def test_a_decode_forecast_never_comes_from_the_models_own_answers():
+    sizes = {"a.gguf": 100 * 10**6, "b.gguf": 300 * 10**6, "c.gguf": 200 * 10**6}
+    measured = {"a.gguf": 60.0, "b.gguf": 25.0, "c.gguf": 30.0}  # 6.0, 7.5 and 6.0 GB/s
+    assert model_forecast.decode_bandwidth(sizes, measured, exclude="b.gguf") == 6.0
+    assert model_forecast.decode_bandwidth(sizes, measured, exclude="a.gguf") == 7.5  # the upper median of two
+    speed = model_forecast.speed_of("a.gguf", sizes["a.gguf"], sizes, {"a.gguf": 60.0}, 15.0)
+    assert (speed.basis, speed.tps) == ("roofline", 150.0)
+    speed = model_forecast.speed_of("new", 400 * 10**6, sizes, measured, 15.0)
+    assert (speed.basis, round(speed.tps, 1)) == ("answers", 15.0)
+    assert model_forecast.speed_of("new", 400 * 10**6, {}, {}, None).tps is None

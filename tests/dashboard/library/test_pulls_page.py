@@ -6,12 +6,15 @@ model in the table; a held download shows its progress and is cancelled from the
 from __future__ import annotations
 
 import re
+import socket
 
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from dashboard.library.curated import RECOMMENDED
 from inference import redis_client
 from infra.pull import store
+from infra.pull.names import parse
 from tests.infra.pull.servers import push_ollama_model, tiny_gguf
 
 # The stack's fixtures (pytest finds them here by name; the parameters of the same names are them).
@@ -91,3 +94,60 @@ def test_before_a_pull_the_page_says_whether_it_fits_and_how_fast_it_should_be(p
     page.fill("#pull-name", "nobody-has:this")
     page.click("#pull-check")
     expect(page.locator("#pull-error")).to_contain_text("There is no model nobody-has:this", timeout=WAIT * MS)
+
+
+def test_a_recommended_model_is_pulled_with_one_click(page, registry, models_dir, tmp_path):
+    """The curated table's first row (dashboard/library/curated.py), its name served by the
+    test registry (a small GGUF under it): its Pull button starts the pull, which ends with the
+    model in the folder."""
+    handle, _ = registry
+    first = RECOMMENDED[0]
+    name = parse(first.name)
+    push_ollama_model(handle.url, name.repository, name.tag, tiny_gguf(tmp_path / "r.gguf", n_floats=1024))
+    page.goto("/models/")
+    row = page.locator(f'tr[data-recommended="{first.name}"]')
+    expect(row).to_contain_text(first.licence)
+    row.locator('button[data-action="pull"]').click()
+    expect(page.locator(".pull", has_text=name.short)).to_contain_text("Pulled", timeout=WAIT * MS)
+    assert (models_dir / name.file_name).is_file()
+    store.remove(models_dir / name.file_name)
+
+
+def test_a_pull_goes_to_the_machine_chosen(page, registry, models_dir, tmp_path):
+    """The machine list names each machine a worker runs on; a pull sent to this one's queue
+    (registry.machine_queue) is taken by its worker. A machine no worker runs on is refused."""
+    handle, _ = registry
+    push_ollama_model(handle.url, "library/onhost", "latest", tiny_gguf(tmp_path / "h.gguf", n_floats=1024))
+    page.goto("/models/")
+    page.select_option("#pull-machine", socket.gethostname())
+    page.fill("#pull-name", "onhost")
+    page.click("#pull-form button[type=submit]")
+    expect(page.locator(".pull", has_text="onhost:latest")).to_contain_text("Pulled", timeout=WAIT * MS)
+    assert (models_dir / "onhost-latest.gguf").is_file()
+    page.evaluate("document.getElementById('pull-machine').add(new Option('nowhere', 'nowhere'))")
+    page.select_option("#pull-machine", "nowhere")
+    page.fill("#pull-name", "onhost")
+    page.click("#pull-form button[type=submit]")
+    expect(page.locator("#pull-error")).to_contain_text("No worker runs on nowhere now", timeout=WAIT * MS)
+
+
+def test_the_dashboard_shows_staff_a_running_pull_and_cancels_it(page, stack, registry, models_dir, tmp_path):
+    handle, proxy = registry
+    gguf = tiny_gguf(tmp_path / "d.gguf", n_floats=2**20)
+    manifest = push_ollama_model(handle.url, "library/dashslow", "latest", gguf)
+    size = manifest["layers"][0]["size"]
+    proxy.hold_after(size // 2)
+    page.goto("/models/")
+    page.fill("#pull-name", "dashslow")
+    page.click("#pull-form button[type=submit]")
+    assert proxy.held.wait(WAIT)
+    page.goto("/dashboard/")
+    row = page.locator("#pulls .pull", has_text="dashslow:latest")
+    expect(row.locator("progress")).to_have_attribute("value", str(size // 2), timeout=WAIT * MS)
+    expect(row.locator(".pull-bytes")).to_contain_text(re.compile(r"of"))
+    row.locator(".pull-cancel").click()
+    pid = row.get_attribute("data-pull")
+    assert wait_until(lambda: stack.redis.client.exists(redis_client.pull_cancel_key(pid)), timeout=WAIT)
+    proxy.release()
+    expect(row).to_contain_text("was cancelled", timeout=WAIT * MS)
+    assert not store.partial_path(models_dir, manifest["layers"][0]["digest"]).exists()
