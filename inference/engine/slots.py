@@ -14,6 +14,16 @@ from __future__ import annotations
 
 import itertools
 
+# A slot's cache is reused only when the shared prefix is at least this share of the shorter of
+# the prompt and what the slot holds; otherwise the prompt takes an empty slot, else the least
+# recently used one. Open WebUI's title and follow-up requests share only the chat template's
+# first tokens with the chat they are about: taking the chat's slot for those would throw its
+# history away, and its next message would read the whole conversation again. A regenerated
+# answer (the prompt again, after a long answer) and a conversation's next turn share far more.
+# (llama-server's --slot-prompt-similarity makes the same kind of choice, as a share of the
+# new prompt.)
+REUSE_SHARE = 0.5
+
 
 class SlotCache:
     def __init__(self) -> None:
@@ -34,10 +44,20 @@ class SlotCache:
             n += 1
         return n
 
+    def _worth_reusing(self, slot: int, tokens: list[int], owner: object) -> int:
+        """The prefix the prompt would reuse in the slot, when it is REUSE_SHARE of the shorter of
+        the two; else 0."""
+        n = self.common_prefix(slot, tokens, owner)
+        return n if n >= REUSE_SHARE * min(self.cells(slot), len(tokens)) else 0
+
     def choose(self, free_slots: list[int], tokens: list[int], owner: object = None) -> tuple[int, int]:
-        """The free slot that caches the longest prefix of the owner's prompt (else the least
-        recently used one), and how many of its cached tokens the prompt may reuse."""
-        slot = max(free_slots, key=lambda s: (self.common_prefix(s, tokens, owner), -self._used.get(s, 0)))
+        """The free slot that caches the longest prefix of the owner's prompt (counting only a
+        prefix worth reusing, REUSE_SHARE), else an empty one, else the least recently used one;
+        and how many of its cached tokens the prompt may reuse."""
+        slot = max(
+            free_slots,
+            key=lambda s: (self._worth_reusing(s, tokens, owner), not self.cells(s), -self._used.get(s, 0)),
+        )
         # At least one prompt token must be evaluated to get logits for the first answer token.
         return slot, min(self.common_prefix(slot, tokens, owner), len(tokens) - 1)
 

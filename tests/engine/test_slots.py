@@ -59,3 +59,27 @@ def test_a_cached_prefix_is_reused_by_its_owner_only():
     assert cache.choose([0], [1, 2, 3, 4, 5], owner="bob") == (0, 0)
     assert cache.choose([0], [1, 2, 3, 4, 5], owner=None) == (0, 0)
     assert cache.choose([0], [1, 2, 3, 4, 5], owner="alice") == (0, 4)
+
+
+def test_a_side_request_sharing_only_the_template_leaves_the_chat_its_slot():
+    """Open WebUI asks for follow-up questions right after an answer: the request shares the
+    chat template's first tokens with the chat, and must not take its slot while another is free."""
+    cache = SlotCache()
+    for slot in (0, 1):
+        cache.take(slot)
+    template = [7, 7, 7]
+    chat = [*template, 1, 2, 3, 4, 5, 6]
+    cache.keep(0, chat, owner="alice")
+    assert cache.choose([0, 1], [*template, 9, 9, 9, 9, 9, 9, 9], owner="alice") == (1, 0)
+    # The chat's next message still finds its history, and with only that slot free a side
+    # request takes it, reusing what it can.
+    assert cache.choose([0, 1], [*chat, 8], owner="alice") == (0, len(chat))
+    assert cache.choose([0], [*template, 9, 9], owner="alice") == (0, 3)
+
+
+def test_an_empty_slot_is_taken_before_one_that_holds_a_history():
+    cache = SlotCache()
+    cache.take(1)
+    cache.take(0)
+    cache.keep(1, [1, 2, 3], owner="bob")  # used first: the least recently used, but holds a chat
+    assert cache.choose([0, 1], [5, 6], owner="alice") == (0, 0)
