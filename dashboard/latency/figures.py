@@ -32,6 +32,7 @@ from inference.engine.speculation import speculation_rates
 # The chat page's phase colours (static/css/app.css), so a phase looks the same everywhere.
 COLORS = {
     "queue": "#d99a1e",
+    "retrieve": "#c0567a",
     "load": "#9b59d0",
     "prefill": "#2b8fd6",
     "decode": "#22a06b",
