@@ -189,7 +189,7 @@ def timeline_figure(rows: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
     fig = go.Figure()
     for phase in (*PHASES, stats.OTHER):
         data = traces[phase]
-        if phase == stats.OTHER and not data["y"]:
+        if phase in (stats.OTHER, "retrieve") and not data["y"]:  # drawn only when some request had one
             continue
         fig.add_trace(
             go.Bar(
