@@ -21,7 +21,7 @@ from documents.models import Chunk, Collection, Document, IndexJob
 
 WHOLE_FILE_CHARS = 4000  # an attached file this short (its chunks' text together) goes in whole
 MAX_WHOLE_CHUNKS = 8  # and never more chunks than this of whole files in one prompt
-INDEXED_WAIT_S = 120.0  # how long an answer waits for its chat's files to be indexed
+INDEXED_WAIT_S = 120.0  # how long an answer waits for the files just attached to its chat to be indexed
 INDEXED_POLL_S = 0.25
 
 

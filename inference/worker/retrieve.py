@@ -37,17 +37,20 @@ def _query_vector(query: str) -> np.ndarray | None:
 def retrieve_phase(generation: Generation, messages: list[dict]) -> tuple[list[dict], int]:
     """The prompt's messages with the sources put into the last question, and the phase's
     nanoseconds (0 when the answer has no collections, or none its person may read). Waiting
-    for a file attached just before to be indexed is not counted: that is queue time."""
+    for a file attached to the chat just before to be indexed is not counted: that is queue time."""
     if not generation.collections or not messages or messages[-1]["role"] != "user":
         return messages, 0
     collections = retrieval.readable(generation.user, generation.collections)
     if not collections:
         return messages, 0
-    retrieval.wait_indexed(collections)
-    broadcast.publish_for(generation, [events.phase(generation.id, "retrieve")])
-    started = now_ns()
     files_id = Conversation.objects.filter(id=generation.conversation_id).values_list("files_collection", flat=True)
     files = next((c for c in collections if c.id == files_id.first()), None)
+    if files is not None:
+        # A file attached just before the question is indexed first; a chosen collection being
+        # re-scanned is searched as it is (its re-scan may take hours).
+        retrieval.wait_indexed([files])
+    broadcast.publish_for(generation, [events.phase(generation.id, "retrieve")])
+    started = now_ns()
     question = messages[-1]["content"]
     sources = retrieval.retrieve(
         collections,

@@ -5,6 +5,7 @@ download from a private collection (404: it does not exist for them)."""
 from __future__ import annotations
 
 import io
+import re
 
 import httpx
 import pytest
@@ -13,6 +14,7 @@ from django.core.management import call_command
 
 from documents import services
 from documents.models import Collection
+from inference import metrics
 from inference.models import Generation
 from tests.documents import files
 from tests.support import wait_until
@@ -117,6 +119,12 @@ def test_bad_searches_get_a_sentence(people):
         assert response.json() == {"job": None, "status": "never"}
 
 
+def retrieve_count() -> float:
+    exposition = metrics.exposition()[0].decode()
+    counts = re.findall(r"^homeai_retrieve_time_seconds_count\{[^}]*\} (\S+)$", exposition, re.M)
+    return sum(float(n) for n in counts)
+
+
 def test_a_chat_completion_is_drawn_from_a_collection_named_in_the_request(people):
     """The extension field `collections` on /v1/chat/completions: the answer's retrieve phase
     finds the PDF's page 3, its sources come back in `homeai_sources` with the file's API link;
@@ -139,6 +147,8 @@ def test_a_chat_completion_is_drawn_from_a_collection_named_in_the_request(peopl
     generation = Generation.objects.get()
     assert generation.collections == [collection.id] and generation.retrieve_ms > 0
     assert [s["chunk"] for s in generation.sources] == [s["chunk"] for s in sources]
+    # /metrics: the phase's histogram (counted by the worker just after it sent the answer).
+    assert wait_until(lambda: retrieve_count() >= 1, timeout=60)
 
     # Without the field, no retrieve phase and no sources.
     plain = ada.post("/v1/chat/completions", json=ask, timeout=600).json()
