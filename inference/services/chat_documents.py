@@ -69,6 +69,7 @@ def chat_file_attach(*, user, conversation_id: int | None, name: str, chunks) ->
         registry.send_index(job.id, model)
     return {
         "conversation": conversation.id,
+        "title": conversation.title,
         "collection": collection.id,
         "name": kept,
         "job": job.id,

@@ -6,6 +6,7 @@
 
 import { ui, config } from "./state.js";
 import { showBanner, hideBanner } from "./controls.js";
+import { setTitle, touchConversation } from "./sidebar.js";
 
 const { $, el, say } = window.HomeAI;
 
@@ -150,6 +151,9 @@ async function attach(file) {
       // The file made the chat: its first message continues it.
       config.conversation = data.conversation;
       history.replaceState(null, "", `/chat/${data.conversation}/`);
+      setTitle(data.title);
+      touchConversation(data.conversation, data.title);
+      if (ui.rename) ui.rename.hidden = false;
     }
   } catch (error) {
     showBanner(say(gettext("%(name)s was not attached: %(reason)s"), { name: file.name, reason: error.message }));

@@ -13,6 +13,7 @@ import re
 
 import httpx
 import pytest
+from django.conf import settings
 from playwright.sync_api import expect, sync_playwright
 
 from documents.models import Collection, Document
@@ -23,6 +24,7 @@ from tests.support import launch_chromium, session_cookie
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
+ARTIFACTS = settings.DATA_DIR / "artifacts"
 FACT = "The spare key of the garden shed is hidden under the blue flowerpot by the pond."
 
 
@@ -65,6 +67,7 @@ def test_a_pdf_attached_in_the_chat_is_cited_by_its_page_and_only_its_owner_read
     page.set_input_files("#attach-file", str(pdf))
     expect(page.locator("#composer-chips .chip-file")).to_have_text("house-rules.pdf")
     expect(page).to_have_url(re.compile(r"/chat/\d+/$"))  # the file made the chat
+    expect(page.locator("#chat-heading")).to_have_text("house-rules.pdf")
     page.fill("#message-input", "Where is the spare key of the garden shed hidden?")
     page.fill("#max-tokens", "24")
     page.click("#send-button")
@@ -90,6 +93,9 @@ def test_a_pdf_attached_in_the_chat_is_cited_by_its_page_and_only_its_owner_read
     generation = Generation.objects.get(user=ada)
     assert generation.retrieve_ms > 0 and generation.collections == [collection.id]
     assert Message.objects.get(conversation=conversation, role="user").attachments == [{"name": "house-rules.pdf"}]
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "chat-documents.png"), full_page=True)
 
     # The link opens the file (with the person's own session).
     opened = page.request.get(href.split("#")[0])
