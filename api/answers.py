@@ -138,6 +138,7 @@ def _checked_answer(request: HttpRequest, parse, user) -> tuple[object, Generati
             keep_alive_s=keep_alive_s,
             t_arrive_ns=arrived_ns(request),
             keyless=bearer_token(request) is None,  # admitted without a key: the keyless LAN user
+            collections=getattr(req, "collections", None),
         )
     except ClientError as exc:
         raise errors.from_client_error(exc, req) from None

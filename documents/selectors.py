@@ -110,9 +110,18 @@ def search(user, collection_id: int, query: str, query_vector: np.ndarray | None
     """The chunks of one readable collection that best answer the query: full-text and vector
     similarity, fused by reciprocal rank; full-text alone when no vector is given (no worker)."""
     collection = collection_for_reader(user, collection_id)
-    text_ids = fulltext.search(query, [collection.id], CANDIDATES)
-    vector_ids = [] if query_vector is None else [i for i, _ in vectors.search(query_vector, [collection], CANDIDATES)]
-    return fuse(text_ids, vector_ids, [collection.id], limit)
+    return search_collections([collection], query, query_vector, limit=limit)
+
+
+def search_collections(
+    collections: list[Collection], query: str, query_vector: np.ndarray | None, *, limit: int = 5
+) -> list[Hit]:
+    """search over several collections at once (the caller has checked that their reader may
+    read each: readable_collections)."""
+    ids = [c.id for c in collections]
+    text_ids = fulltext.search(query, ids, CANDIDATES)
+    vector_ids = [] if query_vector is None else [i for i, _ in vectors.search(query_vector, collections, CANDIDATES)]
+    return fuse(text_ids, vector_ids, ids, limit)
 
 
 def fuse(text_ids: list[int], vector_ids: list[int], collection_ids: list[int], limit: int) -> list[Hit]:

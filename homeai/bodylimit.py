@@ -12,8 +12,8 @@ limit is answered before a byte of the body is read (and before any 100 Continue
 Routes: the machine APIs (/v1/, /api/) take HOMEAI_MAX_BODY_API bytes; every other route (forms,
 the pages' JSON) HOMEAI_MAX_BODY_FORM; the chat's import (/chat/import/, one uploaded file)
 HOMEAI_MAX_IMPORT_BYTES and room for the form around the file; the documents page's uploads
-HOMEAI_DOCUMENT_MAX_MB (and the form's few fields). WebSocket messages are capped by daphne itself
-(1 MiB a message and a frame).
+and a chat's attached files (/chat/attach/) HOMEAI_DOCUMENT_MAX_MB (and the form's few fields).
+WebSocket messages are capped by daphne itself (1 MiB a message and a frame).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from twisted.internet import reactor
 
 from homeai.api_handler import API_PREFIXES
 
-UPLOAD_ROUTE = re.compile(rb"/documents/[0-9]+/upload/")
+UPLOAD_ROUTE = re.compile(rb"/documents/[0-9]+/upload/|/chat/attach/")
 LINGER_S = 5.0  # how long a refused client may go on sending (dropped) before the connection is cut
 
 

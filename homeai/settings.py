@@ -261,6 +261,9 @@ HOMEAI_DOCUMENT_MAX_MB = env_int("HOMEAI_DOCUMENT_MAX_MB", 50, minimum=1)
 # Collections with a folder are indexed again this many minutes after their last indexing ended
 # (the web's sweep looks once a minute); 0: only when someone starts it.
 HOMEAI_RESCAN_MINUTES = env_int("HOMEAI_RESCAN_MINUTES", 0, minimum=0)
+# An answer drawn from documents (a chat's collections, the API's `collections`) reads this many
+# of the best chunks found for its question (a chat's short attached files come whole besides).
+HOMEAI_RETRIEVE_CHUNKS = env_int("HOMEAI_RETRIEVE_CHUNKS", 5, minimum=1)
 HOMEAI_MODEL_PATH = Path(env_str("HOMEAI_MODEL_PATH", str(BUNDLED_CHAT_MODEL_PATH))).resolve()
 # Each slot's share of the model's KV cache, in tokens: the cache holds slots x this many cells,
 # and one request may fill up to what the model was trained for while the others leave the cells

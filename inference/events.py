@@ -71,6 +71,7 @@ def done(generation: Generation, *, text: str) -> dict:
         "text": text,
         "notice": generation.notice,
         "metrics": generation.metrics(),
+        "sources": generation.sources,
     }
 
 

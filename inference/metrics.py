@@ -81,6 +81,12 @@ HISTOGRAMS = (
         lambda g: _one(g.queue_ms),
     ),
     HistogramSpec(
+        "homeai_retrieve_time_seconds",
+        "Time an answer drawn from documents spent on its query's embedding and the search.",
+        LATENCY_BUCKETS,
+        lambda g: _one(g.retrieve_ms),
+    ),
+    HistogramSpec(
         "homeai_prefill_time_seconds",
         "Time the engine spent evaluating a request's prompt (first to last prompt chunk).",
         LATENCY_BUCKETS,

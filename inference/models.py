@@ -68,6 +68,12 @@ class Conversation(ChatSettings):
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.CHAT)
     # The branch on show: the path from a root message down to this one (null: the newest message).
     current_leaf = models.ForeignKey("Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # The document collections its answers are drawn from ("#" in the composer), and the chat's
+    # own private collection of the files attached to it (made with the first file).
+    collections = models.ManyToManyField("documents.Collection", blank=True, related_name="+")
+    files_collection = models.ForeignKey(
+        "documents.Collection", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -91,6 +97,8 @@ class Message(models.Model):
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField(blank=True)
+    # Files attached with this message (the chat's files collection): [{"name"}], its chips.
+    attachments = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -146,9 +154,15 @@ class Generation(models.Model):
     error_code = models.CharField(max_length=32, blank=True)
     error_message = models.TextField(blank=True)
     notice = models.TextField(blank=True)
+    # The document collections its retrieve phase searches (ids; each checked readable by its
+    # person again on the worker), and the chunks it found: the answer's numbered sources
+    # ([{n, collection, document, path, page, section, text, file}]).
+    collections = models.JSONField(default=list, blank=True)
+    sources = models.JSONField(default=list, blank=True)
 
-    # Phases in milliseconds; queue + load + prefill + first_token + decode == e2e.
+    # Phases in milliseconds; queue + retrieve + load + prefill + first_token + decode == e2e.
     queue_ms = models.FloatField(null=True)
+    retrieve_ms = models.FloatField(null=True)  # the query's embedding and the search (chats with collections)
     load_ms = models.FloatField(null=True)
     prefill_ms = models.FloatField(null=True)
     first_token_ms = models.FloatField(null=True)
@@ -186,6 +200,7 @@ class Generation(models.Model):
 
     METRIC_FIELDS = (
         "queue_ms",
+        "retrieve_ms",
         "load_ms",
         "prefill_ms",
         "first_token_ms",

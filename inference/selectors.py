@@ -125,6 +125,7 @@ def generation_summary(generation: Generation | None) -> dict | None:
         "metrics": generation.metrics() if finished else None,
         "notice": generation.notice,
         "error": generation.error_message,
+        "sources": generation.sources if finished else [],
     }
 
 
@@ -140,6 +141,7 @@ def conversation_history(*, conversation: Conversation) -> list[dict]:
                 "id": m.id,
                 "role": m.role,
                 "text": m.content,
+                "attachments": m.attachments,
                 "generation": generation_summary(generation),
                 "siblings": tree.siblings(m),
             }

@@ -28,6 +28,7 @@ class CompletionRequest:
     stream: bool = False
     include_usage: bool = False
     output: OutputSpec | None = None  # JSON or tool calls the answer must be
+    collections: list[int] | None = None  # document collections the answer is drawn from (our extension)
     tools_note: str = ""  # "5 of 36 offered" when the tools were more than the model can use (answers.fit_tools)
 
     @property
@@ -166,4 +167,16 @@ def parse_request(data: dict, *, chat: bool, models: dict[str, str]) -> Completi
         stream=stream,
         include_usage=include_usage,
         output=output,
+        collections=_collections(data) if chat else None,
     )
+
+
+def _collections(data: dict) -> list[int] | None:
+    """Our extension `collections`: ids of document collections the answer is drawn from (each
+    checked readable by the key's person when the answer is stored: 404 otherwise)."""
+    ids = data.get("collections")
+    if ids is None:
+        return None
+    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise bad_request("collections must be a list of collection ids (integers).", "collections", "invalid_type")
+    return ids

@@ -55,6 +55,7 @@ def timings(metrics: dict) -> dict:
         "predicted_per_second": _rate(predicted_n, predicted_ms),
         "cache_n": metrics.get("cached_tokens") or 0,
         "queue_ms": metrics.get("queue_ms"),
+        "retrieve_ms": metrics.get("retrieve_ms"),
         "load_ms": metrics.get("load_ms"),
         "ttft_ms": metrics.get("ttft_ms"),
         "delivery_ms": metrics.get("delivery_ms"),
@@ -75,6 +76,23 @@ def finish_reason(done: dict, calls: list | None = None) -> str:
 def status_fields(done: dict) -> dict:
     """Our own field for an answer stopped before its end (someone cancelled it)."""
     return {"homeai_status": "cancelled"} if done.get("status") == "cancelled" else {}
+
+
+def sources_fields(done: dict) -> dict:
+    """Our own field for an answer drawn from document collections (the request's
+    `collections`): its numbered sources, each chunk's text and its file through this API."""
+    sources = done.get("sources") or []
+    if not sources:
+        return {}
+    return {
+        "homeai_sources": [
+            {
+                **{k: s[k] for k in ("n", "collection", "document", "chunk", "path", "page", "section", "text")},
+                "file": f"/v1/collections/{s['collection']}/documents/{s['document']}/file",
+            }
+            for s in sources
+        ]
+    }
 
 
 def _header(req: CompletionRequest, object_id: str, created: int, chunk: bool) -> dict:
@@ -128,6 +146,7 @@ def completion_body(req: CompletionRequest, object_id: str, created: int, *, tex
         "usage": usage(metrics),
         "timings": timings(metrics),
         **status_fields(done),
+        **sources_fields(done),
     }
 
 
@@ -165,7 +184,7 @@ def final_chunks(req: CompletionRequest, object_id: str, created: int, done: dic
     metrics = done.get("metrics") or {}
     out = [chunk(req, object_id, created, calls=calls)] if calls else []
     last = chunk(req, object_id, created, reason=finish_reason(done, calls))
-    last.update(timings=timings(metrics), **status_fields(done))
+    last.update(timings=timings(metrics), **status_fields(done), **sources_fields(done))
     out.append(last)
     if req.include_usage:
         out.append(

@@ -88,6 +88,8 @@ class ChatConsumer(SignedInGroupConsumer):
             options=content.get("options"),
             settings=content.get("settings"),
             preset=content.get("preset"),
+            collections=content.get("collections"),
+            attachments=content.get("attachments"),
         )
         changed = content.get("settings") is not None or content.get("preset") is not None
         await self._answer_queued(generation, settings=changed)

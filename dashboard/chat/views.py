@@ -18,10 +18,11 @@ from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from dashboard.offline.views import offline_page
+from documents import selectors as documents
 from inference import selectors
 from inference.catalog import catalog
 from inference.models import Conversation
-from inference.services import conversations, presets, sharing, transfer
+from inference.services import chat_documents, conversations, presets, sharing, transfer
 from inference.services.validation import SYSTEM_PROMPT_CHARS, validate_limited_text
 from infra.errors import ClientError
 
@@ -58,6 +59,15 @@ def chat(request: HttpRequest, conversation_id: int | None = None) -> HttpRespon
         "system_prompt_chars": SYSTEM_PROMPT_CHARS,
         "presets": selectors.preset_list(user=request.user),
         "import_max_bytes": settings.HOMEAI_MAX_IMPORT_BYTES,
+        # Documents: the collections the person reads ("#" in the composer), the chat's choice,
+        # and the size limit of an attached file.
+        "collections": [
+            {"id": c["id"], "name": c["name"], "owner": c["owner"]} for c in documents.collections_listing(request.user)
+        ],
+        "chosen_collections": list(conversation.collections.values_list("id", flat=True)) if conversation else [],
+        "files_collection": conversation.files_collection_id if conversation else None,
+        "document_max_mb": settings.HOMEAI_DOCUMENT_MAX_MB,
+        "attach_url": reverse("chat_attach"),
     }
     context = {
         "conversations": selectors.conversation_list(user=request.user)[:200],
@@ -181,6 +191,24 @@ def conversation_import(request: HttpRequest) -> JsonResponse:
     transfer.check_size(upload.size)
     imported = transfer.chats_import(user=request.user, data=upload.read(settings.HOMEAI_MAX_IMPORT_BYTES + 1))
     return JsonResponse({"imported": [{"id": c.id, "title": c.title} for c in imported]}, status=201)
+
+
+@login_required
+@require_POST
+@json_endpoint
+def chat_attach(request: HttpRequest) -> JsonResponse:
+    """A file attached to a chat (multipart field "file"; "conversation": its id, none for a new
+    chat): kept in the chat's own collection and indexed (chat_documents.chat_file_attach)."""
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise ClientError("bad_request", gettext("Choose a file to attach."), field="file")
+    raw = request.POST.get("conversation") or ""
+    if raw and not raw.isdigit():
+        raise ClientError("bad_request", gettext("That conversation does not exist."), field="conversation")
+    attached = chat_documents.chat_file_attach(
+        user=request.user, conversation_id=int(raw) if raw else None, name=upload.name, chunks=upload.chunks()
+    )
+    return JsonResponse(attached, status=201)
 
 
 def share_payload(request: HttpRequest, conversation: Conversation) -> dict:

@@ -32,6 +32,7 @@ from inference.engine.speculation import speculation_rates
 # The chat page's phase colours (static/css/app.css), so a phase looks the same everywhere.
 COLORS = {
     "queue": "#d99a1e",
+    "retrieve": "#c0567a",
     "load": "#9b59d0",
     "prefill": "#2b8fd6",
     "decode": "#22a06b",
@@ -188,7 +189,7 @@ def timeline_figure(rows: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
     fig = go.Figure()
     for phase in (*PHASES, stats.OTHER):
         data = traces[phase]
-        if phase == stats.OTHER and not data["y"]:
+        if phase in (stats.OTHER, "retrieve") and not data["y"]:  # drawn only when some request had one
             continue
         fig.add_trace(
             go.Bar(

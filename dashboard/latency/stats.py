@@ -208,6 +208,8 @@ def phase_segments(row: dict) -> list[tuple[str, float, float]]:
         return [(OTHER, t, (end - t) * 1000)] if end and end > t else []
     segments = []
     for phase, ms in phase_ms(row).items():
+        if phase == "retrieve" and not ms:  # only answers drawn from documents have one
+            continue
         segments.append((phase, t, ms))
         t += ms / 1000
     return segments

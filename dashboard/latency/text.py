@@ -19,6 +19,7 @@ from dashboard.latency import stats
 
 PHASE_LABELS = {
     "queue": pgettext_lazy("phase", "Queue"),
+    "retrieve": pgettext_lazy("phase", "Retrieve"),
     "load": pgettext_lazy("phase", "Load"),
     "prefill": pgettext_lazy("phase", "Prefill"),
     "decode": pgettext_lazy("phase", "Decode"),

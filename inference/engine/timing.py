@@ -38,6 +38,9 @@ class PhaseClock:
 
     t_arrive: int
     load_ns: int = 0
+    # Before the engine: the worker's retrieve phase (the query's embedding and the document
+    # search, for a chat with collections), which the queue time does not count.
+    retrieve_ns: int = 0
     t_prefill_start: int | None = None
     t_prefill_end: int | None = None
     token_times: list[int] = field(default_factory=list)
@@ -59,13 +62,14 @@ class PhaseClock:
         # never report a negative queue; arrival is at the latest when the engine could start.
         if self.t_prefill_start is None:
             return self.t_arrive
-        return min(self.t_arrive, self.t_prefill_start - self.load_ns)
+        return min(self.t_arrive, self.t_prefill_start - self.load_ns - self.retrieve_ns)
 
     def metrics(self, *, prompt_tokens: int, cached_tokens: int, restored_tokens: int = 0) -> dict:
         """Phase durations and rates; None where a phase never happened."""
         arrive = self._arrival()
         out: dict = {
             "queue_ms": None,
+            "retrieve_ms": _ms(self.retrieve_ns) if self.retrieve_ns else None,
             "load_ms": _ms(self.load_ns),
             "prefill_ms": None,
             "first_token_ms": None,
@@ -85,7 +89,7 @@ class PhaseClock:
         }
         if self.t_prefill_start is None or self.t_prefill_end is None:
             return out
-        out["queue_ms"] = _ms(self.t_prefill_start - self.load_ns - arrive)
+        out["queue_ms"] = _ms(self.t_prefill_start - self.load_ns - self.retrieve_ns - arrive)
         prefill_ns = self.t_prefill_end - self.t_prefill_start
         out["prefill_ms"] = _ms(prefill_ns)
         evaluated = prompt_tokens - cached_tokens
@@ -108,7 +112,7 @@ class PhaseClock:
 
 
 # A request's phases in the order they happen: the chat's phase bar and the dashboard's timeline.
-PHASES = ("queue", "load", "prefill", "decode")
+PHASES = ("queue", "retrieve", "load", "prefill", "decode")
 
 
 def phase_ms(metrics: dict) -> dict[str, float]:
@@ -116,6 +120,7 @@ def phase_ms(metrics: dict) -> dict[str, float]:
     as decode (it is decode work as far as the reader is concerned), and none is negative."""
     durations = {
         "queue": metrics.get("queue_ms") or 0.0,
+        "retrieve": metrics.get("retrieve_ms") or 0.0,
         "load": metrics.get("load_ms") or 0.0,
         "prefill": metrics.get("prefill_ms") or 0.0,
         "decode": (metrics.get("first_token_ms") or 0.0) + (metrics.get("decode_ms") or 0.0),

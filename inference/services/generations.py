@@ -20,11 +20,13 @@ from inference.catalog import model_for_answer
 from inference.dispatch import registry
 from inference.metrics import record_generation
 from inference.models import ChatSettings, Conversation, Generation, Message
+from inference.services import chat_documents
 from inference.services.conversations import conversation_idle, own_message, settings_changes
 from inference.services.validation import validate_max_tokens, validate_sampling, validate_text, validate_ttft_ms
 from infra.errors import ClientError
 
 TITLE_CHARS = 60
+MAX_ATTACHMENTS = 100  # file chips on one message
 log = logging.getLogger(__name__)
 
 
@@ -38,14 +40,20 @@ def generation_create(
     client: str = "chat",
     settings=None,
     preset=None,
+    collections=None,
+    attachments=None,
 ) -> Generation:
     """Store the user's message and a queued answer (committed; generation_enqueue sends it).
 
     The message continues the branch on show. settings / preset change the conversation's
     settings first (a new conversation starts with them, else with the person's default
     preset); max_tokens and options are this
-    answer's own, over the conversation's settings."""
+    answer's own, over the conversation's settings. collections (ids, each one the person reads)
+    become the chat's choice of document collections; attachments names the files attached to
+    the chat with this message (its chips)."""
     text = validate_text(text)
+    chosen = None if collections is None else chat_documents.readable_choice(user, collections)
+    files = _attachment_names(attachments)
     if conversation_id is None and settings is None and preset is None:
         preset = selectors.default_preset(user=user)  # a new chat starts with the person's default preset
     changes = settings_changes(user=user, settings=settings, preset=preset)
@@ -60,9 +68,11 @@ def generation_create(
             conversation = conversation_idle(user=user, conversation_id=conversation_id)
             for name, value in changes.items():
                 setattr(conversation, name, value)
+        if chosen is not None:
+            conversation.collections.set(chosen)
         parent_id = conversation.current_leaf_id or conversation.messages.values_list("id", flat=True).last()
         prompt = Message.objects.create(
-            conversation=conversation, parent_id=parent_id, role=Message.Role.USER, content=text
+            conversation=conversation, parent_id=parent_id, role=Message.Role.USER, content=text, attachments=files
         )
         return _answer(
             user, conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns, client=client
@@ -105,6 +115,15 @@ def generation_edit(*, user, message_id, text, max_tokens=None, options=None) ->
         return _answer(user, conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns)
 
 
+def _attachment_names(attachments) -> list[dict]:
+    """A message's attached files as its chips: [{"name"}], from the names the page sends."""
+    if attachments is None:
+        return []
+    if not isinstance(attachments, list) or not all(isinstance(a, str) and a.strip() for a in attachments):
+        raise ClientError("bad_request", gettext("attachments is a list of file names."), field="attachments")
+    return [{"name": a.strip()[:200]} for a in attachments[:MAX_ATTACHMENTS]]
+
+
 def _answer_options(max_tokens, options) -> tuple[int | None, dict]:
     """One answer's own max_tokens (None: the conversation's) and sampling options, checked."""
     return (None if max_tokens is None else validate_max_tokens(max_tokens)), validate_sampling(options)
@@ -124,10 +143,12 @@ def _answer(
     model_name: str = "",
     keep_alive_s: float | None = None,
     keyless: bool = False,
+    collections: list[int] | None = None,
 ) -> Generation:
     """A queued answer to prompt under the conversation's settings, now the branch on show,
     of its model: the request's (API), else the conversation's, else the default one. user owns
-    the conversation (given, so that the answer's events need not read it again)."""
+    the conversation (given, so that the answer's events need not read it again). collections:
+    the document collections its retrieve phase searches (None: the chat's own)."""
     model_name = model_name or model_for_answer(conversation.model)
     reply = Message.objects.create(conversation=conversation, parent=prompt, role=Message.Role.ASSISTANT, content="")
     if max_tokens is None:
@@ -147,6 +168,7 @@ def _answer(
         sampling={**conversation.sampling(), **sampling},
         system_prompt=conversation.system_prompt,
         t_arrive_ns=t_arrive_ns,
+        collections=chat_documents.answer_collections(conversation) if collections is None else collections,
     )
     conversation.current_leaf = reply
     conversation.save(update_fields=["current_leaf", "updated_at", *ChatSettings.FIELDS])
@@ -166,12 +188,14 @@ def generation_create_api(
     keep_alive_s: float | None = None,
     t_arrive_ns: int | None = None,
     keyless: bool = False,
+    collections=None,
 ) -> Generation:
     """An API request (OpenAI's or Ollama's): its messages (or raw prompt) become an API
     conversation; output says what the answer must be (engine.tools.OutputSpec.as_dict);
     model_name the model file asked for (the default one when empty); t_arrive_ns is when the
     request reached the web server (default: now); keyless: asked without a key (the keyless
-    LAN user's), its cached prefixes kept apart from the account's."""
+    LAN user's), its cached prefixes kept apart from the account's. collections: ids of the
+    document collections its answer is drawn from (each one the person reads; not_found else)."""
     if (messages is None) == (prompt is None):
         raise ClientError("bad_request", "Give either messages or a prompt.", field="messages")
     if prompt is not None:
@@ -191,6 +215,7 @@ def generation_create_api(
             raise ClientError("bad_request", "The last message must come from the user (or system).", field="messages")
     max_tokens = validate_max_tokens(max_tokens)
     sampling = validate_sampling(options)
+    chosen = [] if collections is None else [c.id for c in chat_documents.readable_choice(user, collections)]
     t_arrive_ns = t_arrive_ns or time.time_ns()
     title = f"API · {client}: " + " ".join(turns[-1]["content"].split())[:TITLE_CHARS]
     with transaction.atomic():
@@ -212,6 +237,7 @@ def generation_create_api(
             model_name=model_name,
             keep_alive_s=keep_alive_s,
             keyless=keyless,
+            collections=chosen,
         )
 
 

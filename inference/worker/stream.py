@@ -25,6 +25,7 @@ from inference.metrics import record_generation
 from inference.models import Generation, Message
 from inference.worker import runtime
 from inference.worker.cancels import CANCELS, Watched, forget
+from inference.worker.retrieve import retrieve_phase
 from inference.worker.step_relay import STEP_RELAY, QuickAnswer, wire_event
 
 SAVE_EVERY_S = 0.25  # a crash loses at most this much of an answer
@@ -99,11 +100,12 @@ def _run(generation_id: int, arrival: str, handed: Callable[[], None]) -> None:
         # Before the engine can send a token; None (Redis down): this thread publishes them.
         relay.quick = STEP_RELAY.register(generation.id, settings.HOMEAI_API_FRAME_MS / 1000)
     try:
+        messages, retrieve_ns = retrieve_phase(generation, selectors.prompt_messages(generation=generation))
         seq = Sequence(
             seq_id=generation.id,
-            messages=selectors.prompt_messages(generation=generation),
+            messages=messages,
             params=sampling_params(generation),
-            clock=PhaseClock(t_arrive=wall_to_perf_ns(generation.t_arrive_ns)),
+            clock=PhaseClock(t_arrive=wall_to_perf_ns(generation.t_arrive_ns), retrieve_ns=retrieve_ns),
             owner=cache_owner(generation),
             output=OutputSpec.from_dict(generation.output),
             arrival=arrival,

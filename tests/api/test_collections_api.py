@@ -5,6 +5,7 @@ download from a private collection (404: it does not exist for them)."""
 from __future__ import annotations
 
 import io
+import re
 
 import httpx
 import pytest
@@ -13,6 +14,8 @@ from django.core.management import call_command
 
 from documents import services
 from documents.models import Collection
+from inference import metrics
+from inference.models import Generation
 from tests.documents import files
 from tests.support import wait_until
 
@@ -114,3 +117,47 @@ def test_bad_searches_get_a_sentence(people):
     never = services.collection_create(owner=collection.owner, name="Never indexed")
     for response in (ada.get(f"/v1/collections/{never.id}/index"), ada.delete(f"/v1/collections/{never.id}/index")):
         assert response.json() == {"job": None, "status": "never"}
+
+
+def retrieve_count() -> float:
+    exposition = metrics.exposition()[0].decode()
+    counts = re.findall(r"^homeai_retrieve_time_seconds_count\{[^}]*\} (\S+)$", exposition, re.M)
+    return sum(float(n) for n in counts)
+
+
+def test_a_chat_completion_is_drawn_from_a_collection_named_in_the_request(people):
+    """The extension field `collections` on /v1/chat/completions: the answer's retrieve phase
+    finds the PDF's page 3, its sources come back in `homeai_sources` with the file's API link;
+    for a person who may not read the collection, the request is a 404 and nothing is stored."""
+    ada, bob, collection = people
+    ask = {"messages": [{"role": "user", "content": "How much was the deposit?"}], "max_tokens": 8}
+
+    answered = ada.post("/v1/chat/completions", json={**ask, "collections": [collection.id]}, timeout=600)
+
+    assert answered.status_code == 200, answered.text
+    body = answered.json()
+    sources = body["homeai_sources"]
+    assert [s["n"] for s in sources] == list(range(1, len(sources) + 1))
+    lease = next(s for s in sources if s["page"] == 3)
+    assert (lease["path"], lease["collection"]) == ("lease.pdf", collection.id)
+    assert "1200 euros" in lease["text"]
+    assert lease["file"] == f"/v1/collections/{collection.id}/documents/{lease['document']}/file"
+    assert ada.get(lease["file"]).content.startswith(b"%PDF")
+    assert body["timings"]["retrieve_ms"] > 0
+    generation = Generation.objects.get()
+    assert generation.collections == [collection.id] and generation.retrieve_ms > 0
+    assert [s["chunk"] for s in generation.sources] == [s["chunk"] for s in sources]
+    # /metrics: the phase's histogram (counted by the worker just after it sent the answer).
+    assert wait_until(lambda: retrieve_count() >= 1, timeout=60)
+
+    # Without the field, no retrieve phase and no sources.
+    plain = ada.post("/v1/chat/completions", json=ask, timeout=600).json()
+    assert "homeai_sources" not in plain and plain["timings"]["retrieve_ms"] is None
+
+    refused = bob.post("/v1/chat/completions", json={**ask, "collections": [collection.id]})
+    assert refused.status_code == 404, refused.text
+    assert (refused.json()["error"]["code"], refused.json()["error"]["param"]) == ("not_found", "collections")
+    assert bob.get(lease["file"]).status_code == 404
+    assert Generation.objects.filter(user__username="bob").count() == 0
+    bad = ada.post("/v1/chat/completions", json={**ask, "collections": "all"})
+    assert (bad.status_code, bad.json()["error"]["param"]) == (400, "collections")

@@ -211,12 +211,11 @@ def test_a_queued_job_that_is_cancelled_never_runs(worker, make_user, settled, f
     assert IndexJob.objects.get(id=job.id).started_at is None
 
 
-def test_watchers_of_a_collection_hear_its_progress_to_the_end(worker, make_user, settled, folder):
-    owner = make_user("ada")
-    many_notes(folder, 40)
-    (folder / "junk.txt").write_bytes(b"\x00" * 64)
-    collection = services.collection_create(owner=owner, name="Notes", folder=folder.name)
-    job, _ = services.index_job_start(user=owner, collection=collection, live_workers=set())
+def watched_run(user, collection: Collection) -> list[dict]:
+    """Start the collection's indexing once listening to its group, as a page would, and
+    return every event heard until the job's end."""
+    job, new = services.index_job_start(user=user, collection=collection, live_workers=set())
+    assert new
 
     async def watch() -> list[dict]:
         layer = get_channel_layer()
@@ -226,7 +225,7 @@ def test_watchers_of_a_collection_hear_its_progress_to_the_end(worker, make_user
             registry.send_index(job.id, EMBEDDING_MODEL)  # once listening
             heard = []
             while not heard or heard[-1]["status"] == "running":
-                message = await asyncio.wait_for(layer.receive(channel), timeout=300)
+                message = await asyncio.wait_for(layer.receive(channel), timeout=600)
                 assert message["type"] == broadcast.COLLECTION_RELAY_TYPE
                 heard.extend(message["events"])
             return heard
@@ -234,8 +233,18 @@ def test_watchers_of_a_collection_hear_its_progress_to_the_end(worker, make_user
             await layer.group_discard(broadcast.collection_group(collection.id), channel)
 
     heard = asyncio.run(watch())
-    assert {e["type"] for e in heard} == {"index.progress"}
     assert {e["job"] for e in heard} == {job.id}
+    return heard
+
+
+def test_watchers_of_a_collection_hear_its_progress_to_the_end(worker, make_user, settled, folder):
+    owner = make_user("ada")
+    many_notes(folder, 40)
+    (folder / "junk.txt").write_bytes(b"\x00" * 64)
+    collection = services.collection_create(owner=owner, name="Notes", folder=folder.name)
+
+    heard = watched_run(owner, collection)
+    assert {e["type"] for e in heard} == {"index.progress"}
     assert heard[0]["files_total"] == 41
     assert [e["files_done"] for e in heard] == sorted(e["files_done"] for e in heard)
     last = heard[-1]
@@ -303,3 +312,66 @@ def test_collections_started_together_are_indexed_one_after_the_other_to_the_end
     assert sorted((j.status, j.files_embedded) for j in ended) == [("done", 40)] * 3
     runs = sorted((j.started_at, j.ended_at) for j in ended)
     assert all(before[1] <= after[0] for before, after in zip(runs, runs[1:], strict=False))  # never two at once
+
+
+def mixed_folder(folder, count: int) -> None:
+    """count small files of every kind a household keeps: notes, recipes, tables, pages, code,
+    and a few PDFs and Word files, in ten sub-folders."""
+    kinds = ("txt", "md", "csv", "html", "py")
+    for n in range(count):
+        sub = folder / f"box{n % 10}"
+        sub.mkdir(exist_ok=True)
+        if n % 100 == 0:
+            files.write_pdf(sub / f"letter-{n:04d}.pdf", [f"Letter {n}", f"The meeting {n} is on a Tuesday."])
+        elif n % 100 == 50:
+            files.write_docx(sub / f"form-{n:04d}.docx", f"Form {n}", [f"Sign form {n} before Friday."])
+        else:
+            kind = kinds[n % len(kinds)]
+            text = {
+                "txt": f"Note {n}: the hedge needs trimming in June.",
+                "md": f"# Recipe {n}\nFlour, water, salt and {n} minutes in the oven.\n",
+                "csv": f"item,count\nscrews,{n}\n",
+                "html": f"<h1>Manual {n}</h1><p>Clean filter {n} every month.</p>",
+                "py": f"def size_{n}():\n    return {n}\n",
+            }[kind]
+            (sub / f"file-{n:04d}.{kind}").write_text(text)
+
+
+def test_a_folder_of_a_thousand_mixed_files_is_indexed_with_live_progress_and_rescanned(
+    worker, make_user, settled, folder
+):
+    """Done when 2 of issue 41: 1,000 mixed files indexed while a watcher hears the progress;
+    one file edited and one deleted, the re-scan embeds exactly the edited one and forgets the
+    deleted one, every other file's chunks staying the same rows."""
+    owner = make_user("ada")
+    mixed_folder(folder, 1000)
+    collection = services.collection_create(owner=owner, name="The house", folder=folder.name)
+
+    heard = watched_run(owner, collection)
+
+    last = heard[-1]
+    assert (last["status"], last["files_total"], last["files_done"], last["files_embedded"]) == (
+        "done",
+        1000,
+        1000,
+        1000,
+    )
+    assert last["errors"] == []
+    running = [e for e in heard if e["status"] == "running"]
+    assert len({e["files_done"] for e in running}) >= 3  # heard as it went, not only at the end
+    assert [e["files_done"] for e in heard] == sorted(e["files_done"] for e in heard)
+    assert any(e["current_file"] for e in running)
+    assert Document.objects.filter(collection=collection, status="indexed").count() == 1000
+    edited, deleted = "box1/file-0001.md", "box4/file-0004.py"
+    others = Chunk.objects.filter(collection=collection).exclude(document__path__in=[edited, deleted])
+    before = set(others.values_list("id", flat=True))
+
+    (folder / edited).write_text("# Recipe 1\nRye flour, water, salt and a night in the fridge.\n")
+    (folder / deleted).unlink()
+    heard = watched_run(owner, collection)
+
+    last = heard[-1]
+    assert (last["status"], last["files_total"], last["files_embedded"], last["files_removed"]) == ("done", 999, 1, 1)
+    assert not Document.objects.filter(collection=collection, path=deleted).exists()
+    assert "night in the fridge" in Chunk.objects.get(collection=collection, document__path=edited).text
+    assert set(others.values_list("id", flat=True)) == before  # nothing else embedded again

@@ -25,6 +25,17 @@ def test_the_phases_add_up_to_end_to_end_and_rates_follow_their_definitions():
     assert m["cold"] is True
 
 
+def test_the_retrieve_phase_is_its_own_and_not_queue_time():
+    clock = PhaseClock(t_arrive=0, retrieve_ns=30 * MS)  # the search, before the engine had it
+    clock.mark_prefill_chunk(100 * MS, 150 * MS)
+    clock.mark_token(160 * MS)
+    m = clock.metrics(prompt_tokens=10, cached_tokens=0)
+    assert (m["queue_ms"], m["retrieve_ms"], m["prefill_ms"]) == (70, 30, 50)
+    assert m["queue_ms"] + m["retrieve_ms"] + m["prefill_ms"] + m["first_token_ms"] + m["decode_ms"] == m["e2e_ms"]
+    assert phase_ms(m)["retrieve"] == 30
+    assert PhaseClock(t_arrive=0).metrics(prompt_tokens=0, cached_tokens=0)["retrieve_ms"] is None
+
+
 def test_a_worker_clock_ahead_of_the_web_clock_never_gives_a_negative_queue():
     clock = PhaseClock(t_arrive=1_000 * MS)  # "arrived" after the prefill started
     clock.mark_prefill_chunk(900 * MS, 950 * MS)
@@ -45,5 +56,5 @@ def test_an_answer_with_no_tokens_ends_when_the_end_of_turn_is_sampled():
 
 def test_phase_ms_puts_the_first_token_in_decode_and_never_goes_negative():
     metrics = {"queue_ms": 5.0, "load_ms": None, "prefill_ms": 90.0, "first_token_ms": 7.0, "decode_ms": -1.0}
-    assert phase_ms(metrics) == {"queue": 5.0, "load": 0.0, "prefill": 90.0, "decode": 6.0}
+    assert phase_ms(metrics) == {"queue": 5.0, "retrieve": 0.0, "load": 0.0, "prefill": 90.0, "decode": 6.0}
     assert list(phase_ms(metrics)) == list(PHASES)

@@ -8,6 +8,7 @@ import { sendFrame } from "./socket.js";
 import { renderMessage, scrollToBottom } from "./render.js";
 import { setStatus } from "./stream.js";
 import { sentSettings } from "./settings.js";
+import { documentsFrame, sentDocuments, pickerKey, uploading } from "./documents.js";
 
 const { say, fmtInt } = window.HomeAI;
 
@@ -34,13 +35,16 @@ function onSubmit(event) {
     showBanner(say(gettext("Your message is %(n)s characters; the limit is %(limit)s."), { n: fmtInt(length), limit: fmtInt(config.max_chars) }));
     return;
   }
+  if (uploading()) { showBanner(gettext("Wait for the attached files to finish uploading.")); return; }
   const frame = withMaxTokens({ type: "chat.send", conversation: config.conversation, text });
   if (!frame) return;
+  documentsFrame(frame);
   if (state.settingsUnsent && config.conversation == null) frame.settings = sentSettings(config.settings);
   const sentAt = performance.now();
   if (!sendFrame(frame)) { showBanner(gettext("Not connected to the server yet. Try again in a moment.")); return; }
   hideBanner();
-  const userView = renderMessage({ role: "user", text });
+  const userView = renderMessage({ role: "user", text, attachments: (frame.attachments || []).map((name) => ({ name })) });
+  sentDocuments();
   state.pending = { userView, userEl: userView.el, text, sentAt };
   scrollToBottom();
   ui.input.value = "";
@@ -50,6 +54,7 @@ function onSubmit(event) {
 }
 
 function onKeyDown(event) {
+  if (pickerKey(event)) return;  // the "#" picker's arrows, Enter and Escape
   // isComposing: Enter that confirms an IME candidate must not send.
   if (event.key !== "Enter" || event.shiftKey || event.altKey || event.ctrlKey || event.metaKey || event.isComposing) return;
   event.preventDefault();

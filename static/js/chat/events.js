@@ -68,6 +68,7 @@ function onPhase(msg) {
       if (msg.state === "start") setStatus(gen, gettext("Loading model…"), { busy: true });
       else setStatus(gen, gettext("Reading prompt…"), { busy: true });
       break;
+    case "retrieve": setStatus(gen, gettext("Searching the documents…"), { busy: true }); break;
     case "prefill": showPrefill(gen, msg.done, msg.total); break;
     case "decode": clearStatus(gen); gen.el.classList.add("streaming"); break;
     case "notice": showNotice(gen, msg.message); break;
@@ -93,7 +94,7 @@ function onDone(msg) {
   if (!gen) return;
   if (typeof msg.text === "string") setText(gen, msg.text);
   if (msg.notice) showNotice(gen, msg.notice);
-  finish(gen, msg.status || "done", msg.metrics || null, msg.error || msg.message);
+  finish(gen, msg.status || "done", msg.metrics || null, msg.error || msg.message, msg.sources);
 }
 
 function onError(msg) {

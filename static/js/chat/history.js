@@ -22,5 +22,5 @@ function showStoredState(gen, g) {
   else if (g.status === "running") {
     if (gen.text) gen.el.classList.add("streaming");
     else setStatus(gen, gettext("Generating…"), { busy: true });
-  } else finish(gen, g.status, g.metrics, g.error);
+  } else finish(gen, g.status, g.metrics, g.error, g.sources);
 }

@@ -16,6 +16,7 @@ import { initDialogs } from "./dialogs.js";
 import { initShortcuts } from "./shortcuts.js";
 import { initTravel } from "./travel.js";
 import { initOffline } from "./offline.js";
+import { initDocuments } from "./documents.js";
 
 const { readJson, renderMarkdown } = window.HomeAI;
 const WARM_UP = "A *warm-up*: `code`, [a link](https://example.org)\n\n- one\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nprint(1)\n```";
@@ -26,6 +27,7 @@ function init() {
   // types, not while the model writes their first answer.
   setTimeout(() => renderMarkdown(document.createElement("div"), WARM_UP), 0);
   initComposer();
+  initDocuments();
   initBanner();
   initSidebar();
   initShortcuts();

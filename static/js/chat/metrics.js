@@ -4,7 +4,7 @@
 import { modelLabel } from "./settings.js";
 
 const { el, isNum, say, fmtMs, fmtRate, fmtInt } = window.HomeAI;
-const PHASE_NAMES = { queue: pgettext("phase", "queue"), load: pgettext("phase", "load"), prefill: pgettext("phase", "prefill"), decode: pgettext("phase", "decode") };
+const PHASE_NAMES = { queue: pgettext("phase", "queue"), retrieve: pgettext("phase", "retrieve"), load: pgettext("phase", "load"), prefill: pgettext("phase", "prefill"), decode: pgettext("phase", "decode") };
 
 function statsText(m) {
   const parts = [];
@@ -42,7 +42,8 @@ export function renderMetrics(m) {
   }
   // The server's phase split (inference.engine.timing.phase_ms), in the order the phases happen.
   const values = m.phase_ms || {};
-  const phases = Object.keys(values);
+  // Retrieve is shown only for answers drawn from documents.
+  const phases = Object.keys(values).filter((key) => key !== "retrieve" || values[key] > 0);
   const total = phases.reduce((sum, key) => sum + values[key], 0);
   if (total <= 0) return nodes;
   const summary = phases.map((key) => `${PHASE_NAMES[key] || key} ${fmtMs(values[key])}`).join(" · ") + " · " + say(gettext("total %(ms)s"), { ms: fmtMs(total) });

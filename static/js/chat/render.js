@@ -3,6 +3,7 @@
 
 import { ui, state, ACTIVE } from "./state.js";
 import { setMessageId } from "./branches.js";
+import { attachmentChips, linkCitations } from "./documents.js";
 
 const { el, copyButton, renderMarkdown } = window.HomeAI;
 
@@ -30,7 +31,10 @@ export function showEmptyState() {
 // A message's text: the user's as typed (CSS keeps its line breaks), an answer as markdown.
 export function paintText(view) {
   if (view.role === "user") view.textEl.textContent = view.text;
-  else renderMarkdown(view.textEl, view.text);
+  else {
+    renderMarkdown(view.textEl, view.text);
+    linkCitations(view.textEl, view.sources);
+  }
 }
 
 /* One message, appended to the list. record: a turn as the history sends it ({id, role, text,
@@ -44,14 +48,18 @@ export function renderMessage(record, own = false) {
   view.actionsEl = el("div", "message-actions");
   view.copyEl = copyButton(gettext("Copy"), () => view.text, role === "user" ? gettext("Copy this message") : gettext("Copy this answer as markdown"));
   setMessageId(view, record.id, record.siblings);
-  if (role === "user") view.el.append(view.textEl, view.actionsEl);
-  else {
+  if (role === "user") {
+    const chips = attachmentChips(record.attachments);
+    view.el.append(...(chips ? [view.textEl, chips] : [view.textEl]), view.actionsEl);
+  } else {
     Object.assign(view, {
       noticeEl: el("div", "message-notice"), statusEl: el("div", "message-status"), metricsEl: el("div", "message-metrics"),
+      sourcesEl: el("div", "message-sources"), sources: [],
     });
     view.noticeEl.hidden = true;
     view.metricsEl.hidden = true;
-    view.el.append(view.noticeEl, view.textEl, view.statusEl, view.metricsEl, view.actionsEl);
+    view.sourcesEl.hidden = true;
+    view.el.append(view.noticeEl, view.textEl, view.sourcesEl, view.statusEl, view.metricsEl, view.actionsEl);
     if (record.generation) trackGeneration(view, record.generation, own);
   }
   paintText(view);

@@ -3,6 +3,7 @@
  * phase bar (metrics.js). `gen` is the answer's view, from renderMessage (render.js). */
 
 import { keepPinned, paintText } from "./render.js";
+import { renderSources } from "./documents.js";
 import { renderMetrics } from "./metrics.js";
 import { updateControls } from "./controls.js";
 
@@ -60,8 +61,17 @@ export function setText(gen, text) {
   keepPinned(() => paintText(gen));
 }
 
-export function finish(gen, status, metrics, errorText) {
+export function finish(gen, status, metrics, errorText, sources) {
   gen.status = status;
+  if (sources && sources.length) {
+    // The answer's [n] markers become links, and its Sources list is drawn under it.
+    gen.sources = sources;
+    keepPinned(() => {
+      paintText(gen);
+      gen.sourcesEl.replaceChildren(renderSources(sources));
+      gen.sourcesEl.hidden = false;
+    });
+  }
   gen.el.dataset.status = status;
   gen.el.classList.remove("streaming");
   gen.el.classList.toggle("is-empty", status === "done" && !gen.text);

@@ -132,6 +132,13 @@ def test_phase_segments_are_contiguous_and_sum_to_the_answer_time():
     assert sum(ms for *_, ms in segments) == pytest.approx(30 + 1200 + 390 + 5 + 200)
 
 
+def test_an_answer_drawn_from_documents_has_its_retrieve_segment_after_the_queue():
+    row = {**done_row(1, prompt=100, ttft=400.0, queue_ms=30.0), "retrieve_ms": 12.0}
+    segments = stats.phase_segments(row)
+    assert [s[0] for s in segments] == ["queue", "retrieve", "load", "prefill", "decode"]
+    assert segments[1][1:] == (pytest.approx(row["t_arrive"] + 0.030), 12.0)
+
+
 def test_a_request_that_never_ran_still_shows_on_the_timeline():
     row = {"id": 3, "t_arrive": T0, "t_end": T0 + 2.5, "ttft_ms": None, "queue_ms": None, "status": "cancelled"}
     assert stats.phase_segments(row) == [("other", T0, 2500.0)]
