@@ -13,6 +13,7 @@ urlpatterns = [
     path("presets/<int:preset_id>/delete/", views.preset_delete, name="preset_delete"),
     path("export/", views.conversation_export, name="chats_export"),
     path("import/", views.conversation_import, name="chats_import"),
+    path("speech/<int:generation_id>/<int:index>/", views.speech_audio, name="speech_audio"),
     path("shared/<slug:token>/", views.shared_chat, name="chat_shared"),
     path("<int:conversation_id>/", views.chat, name="chat_conversation"),
     path("<int:conversation_id>/rename/", views.conversation_rename, name="conversation_rename"),

@@ -23,7 +23,7 @@ from inference.engine.timing import PhaseClock, wall_to_perf_ns
 from inference.engine.tools import OutputSpec
 from inference.metrics import record_generation
 from inference.models import Generation, Message
-from inference.worker import runtime
+from inference.worker import runtime, speech
 from inference.worker.cancels import CANCELS, Watched, forget
 from inference.worker.step_relay import STEP_RELAY, QuickAnswer, wire_event
 
@@ -37,7 +37,10 @@ SUBMIT_ATTEMPTS = 3
 WORKER_ERROR_MESSAGE = "Something went wrong in the worker while writing this answer; the text so far is kept."
 log = logging.getLogger(__name__)
 
-METRIC_COLUMNS = tuple(f for f in Generation.METRIC_FIELDS if f not in ("client_ttft_ms", "finish_reason"))
+# The columns an answer's end writes (the web writes the browser's TTFT, a reading its first audio).
+METRIC_COLUMNS = tuple(
+    f for f in Generation.METRIC_FIELDS if f not in ("client_ttft_ms", "speech_first_ms", "finish_reason")
+)
 
 
 def sampling_params(generation: Generation) -> SamplingParams:
@@ -237,6 +240,9 @@ class _Relay:
         # answer started; then this thread publishes every token as it comes.
         self.frame_every = CHAT_FRAME_EVERY_S if generation.client == "chat" else 0.0
         self.quick: QuickAnswer | None = None  # on the engine thread's quick path (step_relay.py)
+        # A chat answer's sentences, kept for reading it aloud (speech.py).
+        reads = generation.client == "chat" and settings.HOMEAI_SPEECH
+        self.speech = speech.SpeechFeed(generation.id) if reads else None
 
     def run(self, seq: Sequence, engine: Engine) -> None:
         watched = CANCELS.watch(self.generation.id, lambda: engine.cancel(seq.seq_id))
@@ -261,6 +267,8 @@ class _Relay:
                 self.feed.observe(ev)
                 if isinstance(ev, TokenEvent):
                     self.pieces.append(ev.text)
+                    if self.speech is not None:
+                        self.speech.feed(ev.text)
                     # The next frame holds what comes within frame_every of this one; until the
                     # first token, nothing is held (a phase event must not delay it).
                     next_frame = time.monotonic() + self.frame_every
@@ -278,6 +286,8 @@ class _Relay:
                 return
             broadcast.publish_for(self.generation, frame)
             self.feed.flush()
+            if self.speech is not None:
+                self.speech.flush()
             now = time.monotonic()
             if len(self.pieces) != saved and now - last_save >= SAVE_EVERY_S:
                 _save_text(self.generation.message_id, "".join(self.pieces))
@@ -299,6 +309,8 @@ class _Relay:
         """Send the last frame, with the end event when this worker wrote the end; then count
         the answer in the metrics and tell the dashboards (the client does not wait for those)."""
         self.ended = True
+        if self.speech is not None:
+            self.speech.flush(end=True)
         frame = [*frame, end] if end else frame
         # Through the engine thread's connection while its tokens went there: after them.
         quick = self.quick is not None and self.quick.on
