@@ -247,3 +247,11 @@ class RecordingOutbox:
 
 def of_type(events: list[dict], kind: str) -> list[dict]:
     return [e for e in events if e["type"] == kind]
+
+
+def forget_speech() -> None:
+    """Drop every answer's kept sentences and audio: the test database reuses answer ids."""
+    client = redis_client.client()
+    keys = [*client.scan_iter("homeai:speech-*", count=1000)]
+    if keys:
+        client.delete(*keys)

@@ -23,8 +23,11 @@ import time
 import wave
 from pathlib import Path
 
+import onnxruntime
 from django.conf import settings
 from django.db import close_old_connections
+from piper import PiperVoice
+from piper.config import PiperConfig
 
 from inference import broadcast, events, redis_client
 from inference.models import Generation, Message
@@ -99,10 +102,6 @@ def voice_path() -> Path:
 @functools.cache
 def voice():
     """This process's Piper voice, loaded once (about a second; a worker loads it when ready)."""
-    import onnxruntime
-    from piper import PiperVoice
-    from piper.config import PiperConfig
-
     path = voice_path()
     options = onnxruntime.SessionOptions()
     if settings.HOMEAI_SPEECH_THREADS:

@@ -15,9 +15,16 @@ from playwright.sync_api import expect, sync_playwright
 from accounts.models import Account
 from inference.models import Generation
 from tests import factories
-from tests.support import launch_chromium, session_cookie, wait_until
+from tests.support import forget_speech, launch_chromium, session_cookie, wait_until
 
 pytestmark = [pytest.mark.integration]
+
+
+@pytest.fixture(autouse=True)
+def _no_kept_speech():
+    forget_speech()
+    yield
+    forget_speech()
 
 
 def of_type(events: list[dict], kind: str) -> list[dict]:

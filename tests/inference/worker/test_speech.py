@@ -13,7 +13,14 @@ from inference import redis_client
 from inference.models import Generation
 from inference.worker import speech
 from tests import factories
-from tests.support import wait_until
+from tests.support import forget_speech, wait_until
+
+
+@pytest.fixture(autouse=True)
+def _no_kept_speech():
+    forget_speech()
+    yield
+    forget_speech()
 
 
 def read_wav(data: bytes) -> wave.Wave_read:
