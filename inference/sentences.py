@@ -12,7 +12,7 @@ import re
 # A full stop, question or exclamation mark (and an ellipsis), with closing quotes or brackets,
 # then white space; the ideographic and full-width marks need no space after them; a line break
 # ends a sentence too (list items, headings, paragraphs).
-_END = re.compile(r"""([.!?…]+["'”’)\]*_]*)(\s+)|([。！？]+["'”’)\]]*)\s*|(\n)""")
+_END = re.compile(r"""([.!?…]+["'”’)\]*_]*)(\s+)|([。！？]+["'”’)\]]*)\s*|(\n)|([,;:，、；：])([ \t]+)""")
 # Words a full stop follows without ending the sentence, compared lower-cased: titles and Latin
 # abbreviations in English, Portuguese's own.
 ABBREVIATIONS = frozenset(
@@ -21,6 +21,9 @@ ABBREVIATIONS = frozenset(
     sra srta dra profa exmo exma av pág págs p.ex ex obs cia ltda nº n.º
     """.split()
 )
+# A long sentence is read in parts, cut after a comma, semicolon or colon once the part so far is
+# this long: a voice makes a shorter part sooner, so the first words play sooner.
+CLAUSE_CHARS = 48
 # A sentence shorter than this joins the next one: Piper reads "1." or "Ok." alone with a pause.
 MIN_CHARS = 2
 # Markdown that would be read out as symbols: emphasis, headings, quotes, tables, code ticks.
@@ -46,8 +49,14 @@ class SentenceCutter:
                 cut = match.start(2)
             elif match.group(3) is not None:
                 cut = match.end(3)
-            else:
+            elif match.group(4) is not None:
                 cut = match.start(4)
+            else:
+                if match.end() == len(self._buffer) or match.start(6) - start < CLAUSE_CHARS:
+                    continue
+                if self._buffer[match.start(5) - 1 : match.start(5)].isdigit() and match.group(5) == ",":
+                    continue  # "1, 2 and 3": a list of numbers reads as one
+                cut = match.start(6)
             sentence = speakable(self._buffer[start:cut])
             if len(sentence) >= MIN_CHARS:
                 out.append(sentence)

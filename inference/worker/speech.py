@@ -183,9 +183,10 @@ def read(generation_id: int, asked_at: float) -> int:
     return sent
 
 
-def sentences(generation: Generation):
+def sentences(generation: Generation, written=None):
     """(sentence, when it ended) in order: from the answer's stream while it is written, or cut
-    from its saved text when the stream is gone (written before, or Redis lost it)."""
+    from its saved text when the stream is gone (written before, or Redis lost it). written():
+    whether the answer has ended (default: its row says so)."""
     client = redis_client.client()
     key = redis_client.speech_text_key(generation.id)
     last = "0"
@@ -201,8 +202,7 @@ def sentences(generation: Generation):
         if entries:
             quiet_since = time.monotonic()
             continue
-        status = Generation.objects.filter(id=generation.id).values_list("status", flat=True).first()
-        if status in Generation.ACTIVE:
+        if not (written or _written)(generation.id):
             if time.monotonic() - quiet_since > GIVE_UP_S:
                 return
             continue
@@ -213,3 +213,8 @@ def sentences(generation: Generation):
         elif client.exists(key) and time.monotonic() - quiet_since < END_GRACE_S:
             continue  # the end entry follows the row's end by a moment (none: the worker died)
         return
+
+
+def _written(generation_id: int) -> bool:
+    status = Generation.objects.filter(id=generation_id).values_list("status", flat=True).first()
+    return status not in Generation.ACTIVE

@@ -68,3 +68,14 @@ def test_pieces_split_anywhere_give_the_same_sentences():
 
 def test_speakable_drops_markup_and_list_markers():
     assert speakable("## Title\n- **one** item\n> quoted | cell") == "Title one item quoted cell"
+
+
+def test_a_long_sentence_is_read_in_parts_cut_after_its_clauses():
+    text = "The sea covers about seventy-one percent of the Earth, and it holds most of its water; it is vast."
+    assert cut(text) == [
+        "The sea covers about seventy-one percent of the Earth,",
+        "and it holds most of its water; it is vast.",
+    ]
+    assert cut("Hello Dr. Smith, how are you?") == ["Hello Dr. Smith, how are you?"]  # short: whole
+    numbers = "The winning numbers this week were drawn on Saturday: 4, 8, 15, 16, 23 and 42."
+    assert cut(numbers) == ["The winning numbers this week were drawn on Saturday:", "4, 8, 15, 16, 23 and 42."]
