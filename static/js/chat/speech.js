@@ -100,7 +100,8 @@ function playReady(mine) {
 function onEnd(msg) {
   if (!reading || reading.id !== msg.generation) return;
   if (msg.code) {
-    showBanner(msg.message || gettext("The answer could not be read aloud."));
+    // The worker's sentence is English; the page says it in the person's language.
+    showBanner(msg.code === "nothing_readable" ? gettext("This answer has nothing the installed voice can read.") : gettext("The answer could not be read aloud."));
     stop();
     return;
   }
