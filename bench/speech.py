@@ -1,5 +1,5 @@
 """Reading aloud's time to first audio, in process, through the worker's own path: an answer's
-tokens cut into sentences (worker/speech.SpeechFeed, into Redis), followed by a reading
+tokens cut into sentences (speech.SpeechFeed, into Redis), followed by a reading
 (speech.sentences, from Redis) that makes each WAV with the bundled Piper voice and keeps it in
 Redis; the figure is the one the dashboard shows: from the first sentence's end to its audio.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from bench.report import machine, num, table, write_json
-from inference import redis_client
+from inference import redis_client, speech
 from inference.engine.budget import StepCostModel
 from inference.engine.engine import Engine
 from inference.engine.events import DoneEvent, ErrorEvent, TokenEvent
@@ -26,7 +26,6 @@ from inference.engine.runner import Runner, RunnerConfig
 from inference.engine.scheduler import Scheduler
 from inference.engine.sequence import SamplingParams, Sequence
 from inference.engine.timing import PhaseClock, now_ns
-from inference.worker import speech
 
 CASES = ("alone", "decoding")
 PROMPTS = (

@@ -98,7 +98,7 @@ def publish_for(generation, events: list[dict]) -> None:
 
 
 def publish_user(user_id: int, events: list[dict]) -> None:
-    """Events for one person's chat sockets (an answer read aloud: worker/speech.py)."""
+    """Events for one person's chat sockets (an answer read aloud: speech.py)."""
     if events:
         _publish(user_group(user_id), relay_message(events))
 

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from inference import broadcast, events, selectors
+from inference import broadcast, events, selectors, speech
 from inference.dispatch import arrivals, registry
 from inference.engine.engine import Engine
 from inference.engine.events import DoneEvent, EngineEvent, ErrorEvent, PhaseEvent, TokenEvent
@@ -23,7 +23,7 @@ from inference.engine.timing import PhaseClock, wall_to_perf_ns
 from inference.engine.tools import OutputSpec
 from inference.metrics import record_generation
 from inference.models import Generation, Message
-from inference.worker import runtime, speech
+from inference.worker import runtime
 from inference.worker.cancels import CANCELS, Watched, forget
 from inference.worker.step_relay import STEP_RELAY, QuickAnswer, wire_event
 

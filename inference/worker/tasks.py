@@ -11,13 +11,13 @@ from celery.signals import celeryd_after_setup, task_prerun, worker_ready, worke
 from django.conf import settings
 
 from documents import indexing
-from inference import broadcast, model_library, probe
+from inference import broadcast, model_library, probe, speech
 
 # Acknowledged when it starts: the database, not the broker, knows whether an answer ran.
 from inference.dispatch import pulls as pull_dispatch
 from inference.dispatch import registry
 from inference.services import demo
-from inference.worker import embedder, heartbeat, pulls, queues, runtime, speech, stream
+from inference.worker import embedder, heartbeat, pulls, queues, runtime, stream
 from infra import dbthreads
 
 

@@ -9,9 +9,8 @@ import wave
 
 import pytest
 
-from inference import redis_client
+from inference import redis_client, speech
 from inference.models import Generation
-from inference.worker import speech
 from tests import factories
 from tests.support import forget_speech, wait_until
 

@@ -1,4 +1,5 @@
-"""Answers read aloud, on a worker (docs/speech.md).
+"""Answers read aloud, on a worker (docs/speech.md): workers alone import this module (Piper and
+onnxruntime come with it), and the benchmark (bench/speech.py).
 
 Two halves meet in Redis. An answer's task thread (stream.py) cuts the chat answer's text into
 sentences as it streams (`SpeechFeed`: one stream entry per sentence, with the time it ended, and
