@@ -43,6 +43,8 @@ class Account(models.Model):
     language = models.CharField(max_length=8, blank=True)
     # A built-in preset's key or the id of one of the person's own presets; new chats start with it.
     default_preset = models.CharField(max_length=32, blank=True)
+    # Answers read aloud as they are written (docs/speech.md); the speaker button works either way.
+    auto_read = models.BooleanField(default=False)
     # Null: no limit. A day runs from local midnight (settings.TIME_ZONE).
     answers_per_day = models.PositiveIntegerField(null=True, blank=True)
     tokens_per_day = models.PositiveIntegerField(null=True, blank=True)

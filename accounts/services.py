@@ -76,8 +76,9 @@ def invite_revoke(*, invite_id: int) -> None:
     Invite.objects.filter(id=invite_id, used_at__isnull=True).delete()
 
 
-def account_update(*, user, display_name: str, language: str, default_preset: str) -> Account:
+def account_update(*, user, display_name: str, language: str, default_preset: str, auto_read: bool = False) -> Account:
     account = Account.of(user)
+    account.auto_read = auto_read
     account.display_name = display_name
     account.language = language
     account.default_preset = default_preset

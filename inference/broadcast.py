@@ -97,6 +97,12 @@ def publish_for(generation, events: list[dict]) -> None:
         _publish(answer_group(generation), relay_message(events))
 
 
+def publish_user(user_id: int, events: list[dict]) -> None:
+    """Events for one person's chat sockets (an answer read aloud: speech.py)."""
+    if events:
+        _publish(user_group(user_id), relay_message(events))
+
+
 def publish_pull(pull_id: str, lines: list[dict]) -> None:
     """A pull's status lines, in Ollama's shape (inference/dispatch/pulls.py), to its watchers."""
     if lines:

@@ -25,6 +25,9 @@ ERROR = "generation.error"
 SYNC = "generation.sync"
 ENDS = (DONE, ERROR)
 
+SPEECH_AUDIO = "speech.audio"
+SPEECH_END = "speech.end"
+
 BRANCH = "conversation.branch"
 SETTINGS = "conversation.settings"
 
@@ -81,6 +84,16 @@ def error(generation_id: int | None, code: str, message: str, *, text: str | Non
     if text is not None:
         event["text"] = text
     return event
+
+
+def speech_audio(generation_id: int, index: int) -> dict:
+    """One sentence of an answer read aloud is ready: the page fetches its WAV (chat's speech view)."""
+    return {"type": SPEECH_AUDIO, "generation": generation_id, "index": index}
+
+
+def speech_end(generation_id: int, count: int, *, code: str = "", message: str = "") -> dict:
+    """The reading is over: count sentences were sent; code and message when it failed."""
+    return {"type": SPEECH_END, "generation": generation_id, "count": count, "code": code, "message": message}
 
 
 def client_error(exc: ClientError) -> dict:

@@ -169,6 +169,9 @@ class Generation(models.Model):
     decode_ms = models.FloatField(null=True)
     ttft_ms = models.FloatField(null=True)
     client_ttft_ms = models.FloatField(null=True)
+    # Read aloud (docs/speech.md): from the first sentence's end (or the person's ask, if later)
+    # to its audio made on a worker, for the latest reading of this answer.
+    speech_first_ms = models.FloatField(null=True)
     e2e_ms = models.FloatField(null=True)
     tpot_ms = models.FloatField(null=True)
     prompt_tokens = models.PositiveIntegerField(null=True)
@@ -207,6 +210,7 @@ class Generation(models.Model):
         "decode_ms",
         "ttft_ms",
         "client_ttft_ms",
+        "speech_first_ms",
         "e2e_ms",
         "tpot_ms",
         "prompt_tokens",

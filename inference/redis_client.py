@@ -43,3 +43,16 @@ PULLS_KEY = "homeai:pulls"
 
 def pull_cancel_key(pull_id: str) -> str:
     return f"homeai:pull-cancel:{pull_id}"
+
+
+# Reading aloud (docs/speech.md): an answer's sentences as its task thread cuts them (a stream,
+# ended by an entry with "end"), and the audio the worker made of each (WAV bytes), both expiring.
+SPEECH_KEPT_S = 600
+
+
+def speech_text_key(generation_id: int) -> str:
+    return f"homeai:speech-text:{generation_id}"
+
+
+def speech_audio_key(generation_id: int, index: int) -> str:
+    return f"homeai:speech-audio:{generation_id}:{index}"

@@ -42,12 +42,12 @@ CHROMIUM_ARGS = [
 ]
 
 
-def launch_chromium(playwright):
+def launch_chromium(playwright, *extra_args: str):
     """Debian's Chromium under Playwright (the tests never download a browser of their own)."""
 
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (make test does).")
-    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *extra_args], headless=True)
 
 
 def free_port() -> int:
@@ -247,3 +247,11 @@ class RecordingOutbox:
 
 def of_type(events: list[dict], kind: str) -> list[dict]:
     return [e for e in events if e["type"] == kind]
+
+
+def forget_speech() -> None:
+    """Drop every answer's kept sentences and audio: the test database reuses answer ids."""
+    client = redis_client.client()
+    keys = [*client.scan_iter("homeai:speech-*", count=1000)]
+    if keys:
+        client.delete(*keys)

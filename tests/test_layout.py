@@ -49,7 +49,7 @@ for route in websocket_urlpatterns:
 from homeai.celery import app
 app.finalize(auto=True)
 worker_only = ("llama_cpp", "inference.engine.runner", "inference.worker.runtime", "inference.worker.tasks",
-    "documents.extraction", "pypdf", "docx")
+    "documents.extraction", "pypdf", "docx", "inference.speech", "piper", "onnxruntime")
 print(",".join(sorted(m for m in sys.modules if m.startswith(worker_only))))
 """
 

@@ -26,6 +26,11 @@ class AccountForm(forms.Form):
     default_preset = forms.ChoiceField(
         label=_("Default chat preset"), required=False, help_text=_("New chats start with these settings.")
     )
+    auto_read = forms.BooleanField(
+        label=_("Read answers aloud"),
+        required=False,
+        help_text=_("Each answer is read aloud as it is written. The speaker button on an answer reads it either way."),
+    )
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)

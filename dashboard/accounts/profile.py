@@ -28,7 +28,7 @@ from infra import throttle
 @require_http_methods(["GET", "POST"])
 def account_settings(request: HttpRequest) -> HttpResponse:
     account = Account.of(request.user)
-    initial = {n: getattr(account, n) for n in ("display_name", "language", "default_preset")}
+    initial = {n: getattr(account, n) for n in ("display_name", "language", "default_preset", "auto_read")}
     form = AccountForm(request.POST or None, initial=initial, user=request.user)
     if request.method == "POST" and form.is_valid():
         accounts.account_update(user=request.user, **form.cleaned_data)

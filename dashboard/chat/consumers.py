@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy
 
 from dashboard.sockets import SignedInGroupConsumer
 from inference import broadcast, events, selectors
-from inference.services import conversations, generations
+from inference.services import conversations, generations, speech
 from infra.errors import ClientError
 
 log = logging.getLogger(__name__)
@@ -77,6 +77,7 @@ class ChatConsumer(SignedInGroupConsumer):
             "chat.switch": self.chat_switch,
             "chat.settings": self.chat_settings,
             "chat.sync": self.chat_sync,
+            "chat.speak": self.chat_speak,
         }
 
     async def chat_send(self, content: dict) -> None:
@@ -187,6 +188,10 @@ class ChatConsumer(SignedInGroupConsumer):
     async def chat_cancel(self, content: dict) -> None:
         cancel = database_sync_to_async(generations.generation_cancel)
         await cancel(user=self.user, generation_id=content.get("generation"))
+
+    async def chat_speak(self, content: dict) -> None:
+        """Read an answer aloud: a worker sends speech.audio events as its sentences are made."""
+        await database_sync_to_async(speech.speech_request)(user=self.user, generation_id=content.get("generation"))
 
     async def chat_ttft(self, content: dict) -> None:
         await database_sync_to_async(generations.generation_set_client_ttft)(

@@ -14,6 +14,7 @@ urlpatterns = [
     path("export/", views.conversation_export, name="chats_export"),
     path("import/", views.conversation_import, name="chats_import"),
     path("attach/", views.chat_attach, name="chat_attach"),
+    path("speech/<int:generation_id>/<int:index>/", views.speech_audio, name="speech_audio"),
     path("shared/<slug:token>/", views.shared_chat, name="chat_shared"),
     path("<int:conversation_id>/", views.chat, name="chat_conversation"),
     path("<int:conversation_id>/rename/", views.conversation_rename, name="conversation_rename"),

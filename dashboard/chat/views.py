@@ -17,12 +17,13 @@ from django.utils.http import content_disposition_header
 from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts.models import Account
 from dashboard.offline.views import offline_page
 from documents import selectors as documents
 from inference import selectors
 from inference.catalog import catalog
 from inference.models import Conversation
-from inference.services import chat_documents, conversations, presets, sharing, transfer
+from inference.services import chat_documents, conversations, presets, sharing, speech, transfer
 from inference.services.validation import SYSTEM_PROMPT_CHARS, validate_limited_text
 from infra.errors import ClientError
 
@@ -68,6 +69,9 @@ def chat(request: HttpRequest, conversation_id: int | None = None) -> HttpRespon
         "files_collection": conversation.files_collection_id if conversation else None,
         "document_max_mb": settings.HOMEAI_DOCUMENT_MAX_MB,
         "attach_url": reverse("chat_attach"),
+        # Reading aloud (docs/speech.md): the speaker buttons, and whether answers start reading.
+        "speech": settings.HOMEAI_SPEECH,
+        "auto_read": settings.HOMEAI_SPEECH and Account.of(request.user).auto_read,
     }
     context = {
         "conversations": selectors.conversation_list(user=request.user)[:200],
@@ -76,6 +80,18 @@ def chat(request: HttpRequest, conversation_id: int | None = None) -> HttpRespon
         "chat_config": chat_config,
     }
     return render(request, "chat/chat.html", context)
+
+
+@login_required
+@require_GET
+def speech_audio(request: HttpRequest, generation_id: int, index: int) -> HttpResponse:
+    """One sentence of the person's own answer read aloud (a WAV a worker made; docs/speech.md)."""
+    audio = speech.speech_audio(user=request.user, generation_id=generation_id, index=index)
+    if audio is None:
+        raise Http404("No such audio.")
+    response = HttpResponse(audio, content_type="audio/wav")
+    response["Cache-Control"] = "private, no-store"
+    return response
 
 
 @login_required

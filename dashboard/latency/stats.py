@@ -189,6 +189,9 @@ def summary(rows: Sequence[dict]) -> dict:
         "ratio_p50": prompt / output if prompt and output else None,
         "itl_p50_ms": median(v for r in done for v in r.get("itl_ms") or ()),
         "itl_p99_ms": percentile((v for r in done for v in r.get("itl_ms") or ()), 99),
+        # Answers read aloud: from the first sentence's end to its audio (docs/speech.md).
+        "speech_first_p50_ms": median(r.get("speech_first_ms") for r in rows),
+        "speech_readings": sum(1 for r in rows if r.get("speech_first_ms") is not None),
     }
 
 

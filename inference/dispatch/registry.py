@@ -22,6 +22,7 @@ EMBED_TASK = "inference.embed"
 DEMO_DOCUMENT_TASK = "inference.demo_document"
 LOAD_TASK = "inference.load_model"
 INDEX_TASK = "documents.index"
+SPEECH_TASK = "inference.speak"
 
 
 def worker_name() -> str:
@@ -224,3 +225,8 @@ def send_index(job_id: int, model_name: str, *, countdown: float = 0) -> None:
 def send_demo_document(user_id: int, chat_ids: list[int], waited_s: float = 0.0, *, countdown: float) -> None:
     """The demo's long document, looked at again after countdown seconds."""
     app.send_task(DEMO_DOCUMENT_TASK, args=(user_id, chat_ids, waited_s), countdown=countdown)
+
+
+def send_speech(generation_id: int, asked_at: float) -> None:
+    """Read an answer aloud on any worker (the default queue; it needs no model): docs/speech.md."""
+    app.send_task(SPEECH_TASK, args=(generation_id, asked_at), expires=60)

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from inference import broadcast, events, selectors
+from inference import broadcast, events, selectors, speech
 from inference.dispatch import arrivals, registry
 from inference.engine.engine import Engine
 from inference.engine.events import DoneEvent, EngineEvent, ErrorEvent, PhaseEvent, TokenEvent
@@ -38,7 +38,10 @@ SUBMIT_ATTEMPTS = 3
 WORKER_ERROR_MESSAGE = "Something went wrong in the worker while writing this answer; the text so far is kept."
 log = logging.getLogger(__name__)
 
-METRIC_COLUMNS = tuple(f for f in Generation.METRIC_FIELDS if f not in ("client_ttft_ms", "finish_reason"))
+# The columns an answer's end writes (the web writes the browser's TTFT, a reading its first audio).
+METRIC_COLUMNS = tuple(
+    f for f in Generation.METRIC_FIELDS if f not in ("client_ttft_ms", "speech_first_ms", "finish_reason")
+)
 
 
 def sampling_params(generation: Generation) -> SamplingParams:
@@ -239,6 +242,9 @@ class _Relay:
         # answer started; then this thread publishes every token as it comes.
         self.frame_every = CHAT_FRAME_EVERY_S if generation.client == "chat" else 0.0
         self.quick: QuickAnswer | None = None  # on the engine thread's quick path (step_relay.py)
+        # A chat answer's sentences, kept for reading it aloud (speech.py).
+        reads = generation.client == "chat" and settings.HOMEAI_SPEECH
+        self.speech = speech.SpeechFeed(generation.id) if reads else None
 
     def run(self, seq: Sequence, engine: Engine) -> None:
         watched = CANCELS.watch(self.generation.id, lambda: engine.cancel(seq.seq_id))
@@ -263,6 +269,8 @@ class _Relay:
                 self.feed.observe(ev)
                 if isinstance(ev, TokenEvent):
                     self.pieces.append(ev.text)
+                    if self.speech is not None:
+                        self.speech.feed(ev.text)
                     # The next frame holds what comes within frame_every of this one; until the
                     # first token, nothing is held (a phase event must not delay it).
                     next_frame = time.monotonic() + self.frame_every
@@ -280,6 +288,8 @@ class _Relay:
                 return
             broadcast.publish_for(self.generation, frame)
             self.feed.flush()
+            if self.speech is not None:
+                self.speech.flush()
             now = time.monotonic()
             if len(self.pieces) != saved and now - last_save >= SAVE_EVERY_S:
                 _save_text(self.generation.message_id, "".join(self.pieces))
@@ -301,6 +311,8 @@ class _Relay:
         """Send the last frame, with the end event when this worker wrote the end; then count
         the answer in the metrics and tell the dashboards (the client does not wait for those)."""
         self.ended = True
+        if self.speech is not None:
+            self.speech.flush(end=True)
         frame = [*frame, end] if end else frame
         # Through the engine thread's connection while its tokens went there: after them.
         quick = self.quick is not None and self.quick.on

@@ -11,7 +11,7 @@ from celery.signals import celeryd_after_setup, task_prerun, worker_ready, worke
 from django.conf import settings
 
 from documents import indexing
-from inference import broadcast, model_library, probe
+from inference import broadcast, model_library, probe, speech
 
 # Acknowledged when it starts: the database, not the broker, knows whether an answer ran.
 from inference.dispatch import pulls as pull_dispatch
@@ -28,6 +28,13 @@ from infra import dbthreads
 @shared_task(name=registry.GENERATE_TASK, ignore_result=True)
 def generate(generation_id: int, arrival: str = "") -> None:
     stream.generation_run(generation_id=generation_id, arrival=arrival)
+
+
+@shared_task(name=registry.SPEECH_TASK, ignore_result=True)
+def speak(generation_id: int, asked_at: float) -> None:
+    """An answer read aloud: handed to a thread of this process at once (speech.py), so this task
+    thread is free while the answer it reads is still being written."""
+    speech.start(generation_id, asked_at)
 
 
 @shared_task(name=registry.LOAD_TASK, ignore_result=True)
@@ -125,6 +132,8 @@ def _on_worker_ready(**_kwargs) -> None:
     heartbeat.start()
     # Memory bandwidth and FLOP/s for the dashboard's "why" panel: a second or two, cached per host.
     threading.Thread(target=probe.ensure_cached, name="homeai-probe", daemon=True).start()
+    if settings.HOMEAI_SPEECH:  # the voice ready before anyone asks (about a second)
+        threading.Thread(target=speech.preload, name="homeai-voice", daemon=True).start()
     # Answers a dead worker left running are the web's watchdog's to end (sweeps.sweep): it alone
     # has watched the heartbeats long enough to tell a dead worker from a Redis restart.
 

@@ -274,6 +274,8 @@
     setText("kpi-prompt", fmtRate(s.prompt_tps_p50));
     setText("kpi-output", fmtRate(s.output_tps_p50));
     setText("kpi-ratio", isNum(s.ratio_p50) ? `${fmtNum(s.ratio_p50, 1)}×` : "–");
+    setText("kpi-speech", fmtMs(s.speech_first_p50_ms));
+    setText("kpi-speech-sub", say(ngettext("median of %(n)s answer read aloud", "median of %(n)s answers read aloud", s.speech_readings || 0), { n: fmtInt(s.speech_readings || 0) }));
     setText("kpi-itl", isNum(s.itl_p50_ms) ? say(gettext("gap p50 %(p50)s · p99 %(p99)s"), { p50: fmtMs(s.itl_p50_ms), p99: fmtMs(s.itl_p99_ms) }) : "");
   }
 

@@ -6,6 +6,7 @@
 import { config, state, charLength, conversationBusy } from "./state.js";
 import { actionsIdle, updateActionButtons, updateControls, showBanner, hideBanner, withMaxTokens } from "./controls.js";
 import { sendFrame } from "./socket.js";
+import { speakerButton } from "./speech.js";
 
 const { el, say, fmtInt } = window.HomeAI;
 
@@ -30,6 +31,7 @@ function actionButton(label, title, onClick) {
 
 function buildActions(view) {
   const parts = [view.copyEl];
+  if (view.role === "assistant" && view.id != null && config.speech) parts.push(speakerButton(view));
   if (view.messageId != null) {
     if (view.role === "user") parts.push(actionButton(gettext("Edit"), gettext("Edit this message and send it again"), () => openEditor(view)));
     else parts.push(actionButton(gettext("Regenerate"), gettext("Write this answer again"), () => regenerate(view)));

@@ -12,6 +12,7 @@ import { setMessageId } from "./branches.js";
 import { autoResize, updateCharCount } from "./composer.js";
 import { setTitle, touchConversation } from "./sidebar.js";
 import { onSettings } from "./settings.js";
+import { SPEECH_HANDLERS, autoRead, read } from "./speech.js";
 
 function onQueued(msg) {
   let gen = state.gens.get(msg.generation);
@@ -21,6 +22,7 @@ function onQueued(msg) {
     gen.sentAt = state.pending.sentAt;
     setMessageId(state.pending.userView, msg.user_message, null);
     state.pending = null;
+    if (autoRead()) read(msg.generation);
     if (config.conversation == null && msg.conversation != null) {
       config.conversation = msg.conversation;
       state.settingsUnsent = false;
@@ -136,5 +138,5 @@ function onSync(msg) {
 export const HANDLERS = {
   "generation.queued": onQueued, "generation.phase": onPhase, "generation.token": onToken,
   "generation.done": onDone, "generation.error": onError, "generation.sync": onSync,
-  "conversation.branch": onBranch, "conversation.settings": onSettings,
+  "conversation.branch": onBranch, "conversation.settings": onSettings, ...SPEECH_HANDLERS,
 };

@@ -47,6 +47,7 @@ export function renderMessage(record, own = false) {
   const view = { role, text: record.text || "", el: el("div", `message ${role}`), textEl: el("div", "message-text") };
   view.actionsEl = el("div", "message-actions");
   view.copyEl = copyButton(gettext("Copy"), () => view.text, role === "user" ? gettext("Copy this message") : gettext("Copy this answer as markdown"));
+  if (role === "assistant" && record.generation) view.id = record.generation.id;  // its speaker button
   setMessageId(view, record.id, record.siblings);
   if (role === "user") {
     const chips = attachmentChips(record.attachments);

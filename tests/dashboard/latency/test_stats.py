@@ -121,6 +121,14 @@ def test_the_summary_takes_medians_over_finished_requests():
     assert got["requests"] == 6 and got["done"] == 5
     assert got["ttft_p50_ms"] == 300.0
     assert got["ratio_p50"] == pytest.approx(5.0)
+    assert got["speech_first_p50_ms"] is None and got["speech_readings"] == 0
+
+
+def test_the_summary_takes_the_median_time_to_first_audio_of_answers_read_aloud():
+    rows = [{**done_row(i, prompt=50, ttft=100.0), "speech_first_ms": 200.0 * i} for i in range(1, 4)]
+    rows.append(done_row(9, prompt=50, ttft=100.0))
+    got = stats.summary(rows)
+    assert got["speech_first_p50_ms"] == 400.0 and got["speech_readings"] == 3
 
 
 def test_phase_segments_are_contiguous_and_sum_to_the_answer_time():
