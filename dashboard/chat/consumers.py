@@ -77,6 +77,7 @@ class ChatConsumer(SignedInGroupConsumer):
             "chat.switch": self.chat_switch,
             "chat.settings": self.chat_settings,
             "chat.sync": self.chat_sync,
+            "chat.tool_confirm": self.chat_tool_confirm,
         }
 
     async def chat_send(self, content: dict) -> None:
@@ -88,6 +89,7 @@ class ChatConsumer(SignedInGroupConsumer):
             options=content.get("options"),
             settings=content.get("settings"),
             preset=content.get("preset"),
+            tool_choice=content.get("tool_choice"),
         )
         changed = content.get("settings") is not None or content.get("preset") is not None
         await self._answer_queued(generation, settings=changed)
@@ -185,6 +187,15 @@ class ChatConsumer(SignedInGroupConsumer):
     async def chat_cancel(self, content: dict) -> None:
         cancel = database_sync_to_async(generations.generation_cancel)
         await cancel(user=self.user, generation_id=content.get("generation"))
+
+    async def chat_tool_confirm(self, content: dict) -> None:
+        """The person's yes or no to a tool call that acts on the world (the worker waits for it)."""
+        await database_sync_to_async(generations.generation_tool_confirm)(
+            user=self.user,
+            generation_id=content.get("generation"),
+            call=content.get("call"),
+            allow=content.get("allow"),
+        )
 
     async def chat_ttft(self, content: dict) -> None:
         await database_sync_to_async(generations.generation_set_client_ttft)(

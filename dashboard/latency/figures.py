@@ -35,6 +35,7 @@ COLORS = {
     "load": "#9b59d0",
     "prefill": "#2b8fd6",
     "decode": "#22a06b",
+    "tool": "#c2410c",
     stats.OTHER: "#9aa0ab",
     "ratio": "#3559d6",
     "fit": "#c9372c",

@@ -22,6 +22,7 @@ from inference.metrics import record_generation
 from inference.models import ChatSettings, Conversation, Generation, Message
 from inference.services.conversations import conversation_idle, own_message, settings_changes
 from inference.services.validation import validate_max_tokens, validate_sampling, validate_text, validate_ttft_ms
+from inference.tools import catalog as tool_catalog
 from infra.errors import ClientError
 
 TITLE_CHARS = 60
@@ -38,13 +39,15 @@ def generation_create(
     client: str = "chat",
     settings=None,
     preset=None,
+    tool_choice=None,
 ) -> Generation:
     """Store the user's message and a queued answer (committed; generation_enqueue sends it).
 
     The message continues the branch on show. settings / preset change the conversation's
     settings first (a new conversation starts with them, else with the person's default
     preset); max_tokens and options are this
-    answer's own, over the conversation's settings."""
+    answer's own, over the conversation's settings. A chat answer is offered the chat's tools
+    (tool_choice: "auto", the default; "none"; "required"; or a tool's name, which it must call)."""
     text = validate_text(text)
     if conversation_id is None and settings is None and preset is None:
         preset = selectors.default_preset(user=user)  # a new chat starts with the person's default preset
@@ -64,8 +67,16 @@ def generation_create(
         prompt = Message.objects.create(
             conversation=conversation, parent_id=parent_id, role=Message.Role.USER, content=text
         )
+        output = _chat_output(user, conversation, tool_choice) if client == "chat" else None
         return _answer(
-            user, conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns, client=client
+            user,
+            conversation,
+            prompt,
+            max_tokens=max_tokens,
+            sampling=sampling,
+            t_arrive_ns=t_arrive_ns,
+            client=client,
+            output=output,
         )
 
 
@@ -84,7 +95,10 @@ def generation_regenerate(*, user, message_id, max_tokens=None, options=None) ->
     with transaction.atomic():
         _check_room(user)
         conversation = conversation_idle(user=user, conversation_id=message.conversation_id)
-        return _answer(user, conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns)
+        output = _chat_output(user, conversation, None)
+        return _answer(
+            user, conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns, output=output
+        )
 
 
 def generation_edit(*, user, message_id, text, max_tokens=None, options=None) -> Generation:
@@ -102,7 +116,23 @@ def generation_edit(*, user, message_id, text, max_tokens=None, options=None) ->
         prompt = Message.objects.create(
             conversation=conversation, parent_id=message.parent_id, role=Message.Role.USER, content=text
         )
-        return _answer(user, conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns)
+        output = _chat_output(user, conversation, None)
+        return _answer(
+            user, conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns, output=output
+        )
+
+
+def _chat_output(user, conversation: Conversation, tool_choice) -> dict:
+    """The tools a chat answer is offered (inference/tools/catalog.py), tool_choice checked."""
+    choice = "auto" if tool_choice is None else tool_choice
+    if not isinstance(choice, str):
+        raise ClientError("bad_request", gettext("tool_choice must be text."), field="tool_choice")
+    output = tool_catalog.chat_output(user, conversation, choice)
+    names = [tool["name"] for tool in output.get("chat_tools", ())]
+    if choice not in ("auto", "none", "required") and choice not in names:
+        message = gettext("There is no tool %(name)s on in this chat.") % {"name": choice[:60]}
+        raise ClientError("bad_request", message, field="tool_choice")
+    return output
 
 
 def _answer_options(max_tokens, options) -> tuple[int | None, dict]:
@@ -348,3 +378,22 @@ def generation_set_client_ttft(*, user, generation_id, ttft_ms) -> None:
         exc.generation = generation.id
         raise
     Generation.objects.filter(id=generation.id).update(client_ttft_ms=ttft_ms)
+
+
+def generation_tool_confirm(*, user, generation_id, call, allow) -> None:
+    """Answer a running answer's acting tool call: allow (True) or deny (False). The worker's
+    task reads it (inference/worker/toolcalls.py); an answer already past it ignores it."""
+    if not isinstance(call, int) or isinstance(call, bool) or not 0 <= call < 64:
+        raise ClientError("bad_request", gettext("call must be the tool call's number."), field="call")
+    if not isinstance(allow, bool):
+        raise ClientError("bad_request", gettext("allow must be true or false."), field="allow")
+    if not isinstance(generation_id, int) or isinstance(generation_id, bool):
+        raise ClientError("bad_request", gettext("generation must be an answer's id."), field="generation")
+    generation = selectors.generations_for_user(user=user, generation_ids=[generation_id]).get(generation_id)
+    if generation is None or generation.status != Generation.Status.RUNNING:
+        raise ClientError("not_found", gettext("That answer is not waiting for you."), field="generation")
+    key = redis_client.tool_confirm_key(generation.id, call)
+    try:
+        redis_client.client().set(key, "allow" if allow else "deny", ex=int(settings.HOMEAI_TOOL_CONFIRM_S) + 60)
+    except redis.RedisError:
+        raise ClientError("unavailable", str(QUEUE_DOWN_MESSAGE)) from None
