@@ -21,10 +21,10 @@ def record(name: str, arguments: dict) -> None:
             out.write(json.dumps({"tool": name, "arguments": arguments}) + "\n")
 
 
-@server.tool(description="Turn a light in the house on or off.", annotations=ToolAnnotations(read_only_hint=False))
-def switch_light(room: str, on: bool) -> str:
-    record("switch_light", {"room": room, "on": on})
-    return f"The {room} light is now {'on' if on else 'off'}. Code word: marmalade."
+@server.tool(description="Switch a light in the house on or off.", annotations=ToolAnnotations(read_only_hint=False))
+def switch_light(room: str) -> str:
+    record("switch_light", {"room": room})
+    return f"The {room} light is switched. Code word: marmalade."
 
 
 @server.tool(description="Look up the garage door.", annotations=ToolAnnotations(read_only_hint=True))
