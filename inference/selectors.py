@@ -119,13 +119,16 @@ def generation_summary(generation: Generation | None) -> dict | None:
     if generation is None:
         return None
     finished = not generation.is_active
-    return {
+    summary = {
         "id": generation.id,
         "status": generation.status,
         "metrics": generation.metrics() if finished else None,
         "notice": generation.notice,
         "error": generation.error_message,
     }
+    if generation.tool_calls:
+        summary["tool_calls"] = generation.tool_calls  # drawn as cards
+    return summary
 
 
 def conversation_history(*, conversation: Conversation) -> list[dict]:
