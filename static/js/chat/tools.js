@@ -62,7 +62,7 @@ export function showToolCall(gen, call) {
     const summary = el("summary", null, summaryText(call));
     const parts = [summary, block(gettext("Arguments"), JSON.stringify(call.arguments ?? {}, null, 2))];
     if (typeof call.result === "string") parts.push(block(call.status === "done" ? gettext("Result") : gettext("Why"), call.result));
-    if (call.status === "confirm" && gen.own) {
+    if (call.status === "confirm") {  // any tab of the person may answer
       parts.push(confirmBar(gen, call));
       card.open = true;
     } else if (call.status !== "confirm") card.open = false;
