@@ -62,20 +62,29 @@ def _error_text(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def list_tools(server: ToolServer, timeout_s: float) -> list[dict]:
-    """The server's tools: {"name", "description", "parameters", "acts"} (acts: not marked read-only)."""
+def _session(server: ToolServer, timeout_s: float, use) -> Any:
+    """use(client) in a session of its own; TimeoutError past timeout_s, ServerError for the rest."""
     target = _target(server)
 
     async def work():
         async with Client(target) as client:
-            return (await client.list_tools()).tools
+            return await use(client)
 
     try:
-        tools = _in_thread(work, timeout_s)
+        return _in_thread(work, timeout_s)
     except TimeoutError:
         raise
     except Exception as exc:
         raise ServerError(_error_text(exc)) from None
+
+
+def list_tools(server: ToolServer, timeout_s: float) -> list[dict]:
+    """The server's tools: {"name", "description", "parameters", "acts"} (acts: not marked read-only)."""
+
+    async def use(client):
+        return (await client.list_tools()).tools
+
+    tools = _session(server, timeout_s, use)
     out = []
     for tool in tools:
         read_only = bool(tool.annotations and tool.annotations.read_only_hint)
@@ -92,18 +101,11 @@ def list_tools(server: ToolServer, timeout_s: float) -> list[dict]:
 
 def call_tool(server: ToolServer, name: str, arguments: dict, timeout_s: float) -> tuple[str, bool]:
     """The tool's result as text, and whether the server said it failed (isError)."""
-    target = _target(server)
 
-    async def work():
-        async with Client(target) as client:
-            return await client.call_tool(name, arguments)
+    async def use(client):
+        return await client.call_tool(name, arguments)
 
-    try:
-        result = _in_thread(work, timeout_s)
-    except TimeoutError:
-        raise
-    except Exception as exc:
-        raise ServerError(_error_text(exc)) from None
+    result = _session(server, timeout_s, use)
     parts = []
     for block in result.content:
         text = getattr(block, "text", None)

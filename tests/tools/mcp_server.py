@@ -22,7 +22,7 @@ def record(name: str, arguments: dict) -> None:
 
 
 @server.tool(description="Switch a light in the house on or off.", annotations=ToolAnnotations(read_only_hint=False))
-def switch_light(room: str) -> str:
+def switch_light(room: str = "house") -> str:
     record("switch_light", {"room": room})
     return f"The {room} light is switched. Code word: marmalade."
 

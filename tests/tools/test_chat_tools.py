@@ -74,7 +74,7 @@ def test_an_acting_tool_waits_for_a_yes_and_a_no_tells_the_model(worker, make_us
     server, record = recorder
     sock = connect(make_user())
     sock.send(
-        {"type": "chat.send", "text": "Turn on the kitchen light.", "tool_choice": "switch_light", "max_tokens": 24}
+        {"type": "chat.send", "text": "Turn on the kitchen light.", "tool_choice": "switch_light", "max_tokens": 32}
     )
     events = sock.collect(lambda e: e["type"] == "generation.tool" and e["call"]["status"] == "confirm", timeout=600)
     gid = events[-1]["generation"]

@@ -19,7 +19,7 @@ DONE_TYPES = ("generation.done", "generation.error")
 
 def _ask(sock, conversation_id: int, text: str, tool: str) -> None:
     sock.send(
-        {"type": "chat.send", "conversation": conversation_id, "text": text, "tool_choice": tool, "max_tokens": 16}
+        {"type": "chat.send", "conversation": conversation_id, "text": text, "tool_choice": tool, "max_tokens": 32}
     )
 
 
