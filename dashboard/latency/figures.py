@@ -189,7 +189,7 @@ def timeline_figure(rows: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
     fig = go.Figure()
     for phase in (*PHASES, stats.OTHER):
         data = traces[phase]
-        if phase == stats.OTHER and not data["y"]:
+        if phase in (stats.OTHER, "tool") and not data["y"]:  # tools: only answers that called one
             continue
         fig.add_trace(
             go.Bar(
