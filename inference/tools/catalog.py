@@ -1,5 +1,5 @@
 """Which tools a person's chat offers: the built-in ones and the tools of enabled MCP servers,
-less those the person turned off (ToolPreference) and those the chat turned off
+less those the person turned off (ToolPreference; none is on before they first choose) and those the chat turned off
 (Conversation.tools_off). A tool's key names it across servers: "builtin:NAME", "server:ID:NAME"."""
 
 from __future__ import annotations
@@ -45,8 +45,11 @@ def all_tools() -> list[dict]:
 
 
 def person_off(user) -> list[str]:
+    """The tools the person turned off: all of them until they first choose on the tools page (a
+    chat's answers are offered no tools, and their prompts carry no tools block, until then);
+    after that, a tool registered later is on."""
     preference = ToolPreference.objects.filter(user=user).first()
-    return list(preference.off) if preference else []
+    return list(preference.off) if preference else [tool["key"] for tool in all_tools()]
 
 
 def chat_tools(user, conversation: Conversation | None) -> list[dict]:

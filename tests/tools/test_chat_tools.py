@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from inference.models import Generation, ToolServer
+from inference.models import Generation, ToolPreference, ToolServer
 from inference.tools import servers
 from tests.support import free_port, of_type, wait_until
 
@@ -48,13 +48,19 @@ def recorder(tmp_path):
         process.wait(10)
 
 
+def tools_on(user):
+    """Every tool on for this person (none is before they first choose)."""
+    ToolPreference.objects.create(user=user, off=[])
+    return user
+
+
 def _calls(record: Path) -> list[dict]:
     return [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
 
 
 def test_a_read_only_tool_runs_and_the_answer_continues(worker, make_user, connect, recorder):
     server, record = recorder
-    sock = connect(make_user())
+    sock = connect(tools_on(make_user()))
     events = sock.chat("Is the garage door shut?", tool_choice="garage_door", max_tokens=24)
 
     cards = of_type(events, "generation.tool")
@@ -72,7 +78,7 @@ def test_a_read_only_tool_runs_and_the_answer_continues(worker, make_user, conne
 
 def test_an_acting_tool_waits_for_a_yes_and_a_no_tells_the_model(worker, make_user, connect, recorder):
     server, record = recorder
-    sock = connect(make_user())
+    sock = connect(tools_on(make_user()))
     sock.send(
         {"type": "chat.send", "text": "Turn on the kitchen light.", "tool_choice": "switch_light", "max_tokens": 32}
     )
@@ -95,7 +101,7 @@ def test_an_acting_tool_waits_for_a_yes_and_a_no_tells_the_model(worker, make_us
 
 
 def test_a_hanging_tool_is_an_error_card_and_a_huge_result_is_cut(worker, make_user, connect, recorder, settings):
-    sock = connect(make_user())
+    sock = connect(tools_on(make_user()))
     events = sock.chat("Wait.", tool_choice="hang", max_tokens=8)
     card = of_type(events, "generation.tool")[-1]["call"]
     assert card["status"] == "error" and "no answer within" in card["result"]
@@ -114,7 +120,7 @@ def test_the_reference_time_server_over_stdio(worker, make_user, connect):
     server.tools = servers.list_tools(server, 60)
     server.save()
     assert "get_current_time" in [t["name"] for t in server.tools]
-    sock = connect(make_user())
+    sock = connect(tools_on(make_user()))
     events = sock.chat("What time is it in Lisbon?", tool_choice="get_current_time", max_tokens=16)
     card = of_type(events, "generation.tool")[-1]["call"]
     assert card["status"] in ("done", "error") and card["tool"] == "get_current_time"

@@ -25,6 +25,7 @@ def _client(user) -> Client:
 def test_a_person_turns_tools_off_for_themselves_and_for_one_chat(make_user):
     me = make_user("me")
     client = _client(me)
+    assert catalog.chat_tools(me, None) == []  # none on before the person chooses
     page = client.get("/tools/")
     assert page.status_code == 200 and b"calculator" in page.content
     client.post("/tools/", {"on": ["builtin:calculator", "builtin:search_documents"]})

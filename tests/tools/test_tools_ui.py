@@ -25,7 +25,7 @@ def _ask(sock, conversation_id: int, text: str, tool: str) -> None:
 
 def test_tool_cards_confirm_errors_and_inert_results(open_chat, make_user, connect, worker, recorder, settings):
     server, record = recorder
-    me = make_user("toolsy")
+    me = test_chat_tools.tools_on(make_user("toolsy"))
     conversation = test_markdown.stored_answer(me, "Hello.", prompt="Hi").conversation
     page = open_chat(me, f"/chat/{conversation.id}/")
     sock = connect(me)
