@@ -369,6 +369,11 @@ HOMEAI_OLLAMA_KEYLESS_USER = env_str("HOMEAI_OLLAMA_KEYLESS_USER")
 # An answer still queued after this long, while workers are alive, has its task sent again
 # (its task may have been lost with a web process); a duplicate task is a no-op.
 HOMEAI_RESEND_AFTER_S = env_int("HOMEAI_RESEND_AFTER_S", 120, minimum=1)
+# Tools in the chat (docs/tools.md): how long one call may take, how much of its result the model
+# and the card get, how long an acting tool waits for the person's yes.
+HOMEAI_TOOL_TIMEOUT_S = env_float("HOMEAI_TOOL_TIMEOUT_S", 30.0, minimum=0.1)
+HOMEAI_TOOL_RESULT_CHARS = env_int("HOMEAI_TOOL_RESULT_CHARS", 4000, minimum=100)
+HOMEAI_TOOL_CONFIRM_S = env_float("HOMEAI_TOOL_CONFIRM_S", 300.0, minimum=1.0)
 if HOMEAI_MAX_TOKENS > HOMEAI_MAX_TOKENS_LIMIT:
     raise ImproperlyConfigured("HOMEAI_MAX_TOKENS is above HOMEAI_MAX_TOKENS_LIMIT.")
 

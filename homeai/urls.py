@@ -19,6 +19,7 @@ urlpatterns = [
     path("models/", include("dashboard.library.urls")),
     path("", include("dashboard.offline.urls")),
     path("documents/", include("dashboard.documents.urls")),
+    path("tools/", include("dashboard.tools.urls")),
     path("", include("dashboard.accounts.urls")),
     path("v1/", include("api.openai.urls")),
     path("api/", include("api.ollama.urls")),

@@ -20,6 +20,7 @@ from infra.errors import ClientError
 QUEUED = "generation.queued"
 PHASE = "generation.phase"
 TOKEN = "generation.token"
+TOOL = "generation.tool"
 DONE = "generation.done"
 ERROR = "generation.error"
 SYNC = "generation.sync"
@@ -65,9 +66,15 @@ def token(generation_id: int, text: str, t_ms: float) -> dict:
     return {"type": TOKEN, "generation": generation_id, "text": text, "t_ms": round(t_ms, 3)}
 
 
+def tool(generation_id: int, card: dict, *, text: str) -> dict:
+    """A chat answer's tool call, as its card now stands (status running, confirm, done, error,
+    refused), and the answer's text so far without the call (the page shows the card instead)."""
+    return {"type": TOOL, "generation": generation_id, "call": card, "text": text}
+
+
 def done(generation: Generation, *, text: str) -> dict:
     """The end of an answer that was written (done) or stopped (cancelled), from its stored row."""
-    return {
+    event = {
         "type": DONE,
         "generation": generation.id,
         "status": generation.status,
@@ -76,6 +83,9 @@ def done(generation: Generation, *, text: str) -> dict:
         "metrics": generation.metrics(),
         "sources": generation.sources,
     }
+    if generation.tool_calls:
+        event["tool_calls"] = generation.tool_calls
+    return event
 
 
 def error(generation_id: int | None, code: str, message: str, *, text: str | None = None) -> dict:

@@ -74,6 +74,8 @@ class Conversation(ChatSettings):
     files_collection = models.ForeignKey(
         "documents.Collection", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # The tools (their keys, inference/tools/catalog.py) this chat turned off, over the person's own choice.
+    tools_off = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -172,6 +174,7 @@ class Generation(models.Model):
     # Read aloud (docs/speech.md): from the first sentence's end (or the person's ask, if later)
     # to its audio made on a worker, for the latest reading of this answer.
     speech_first_ms = models.FloatField(null=True)
+    tool_ms = models.FloatField(null=True)  # the chat's tool calls: waiting for a person's yes, and running them
     e2e_ms = models.FloatField(null=True)
     tpot_ms = models.FloatField(null=True)
     prompt_tokens = models.PositiveIntegerField(null=True)
@@ -194,6 +197,8 @@ class Generation(models.Model):
     token_times_ms = models.JSONField(default=list, blank=True)
     token_texts = models.JSONField(default=list, blank=True)
     itl_ms = models.JSONField(default=list, blank=True)
+    # The chat's tool calls in this answer, each a card: tool, arguments, status, result, ms.
+    tool_calls = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["id"]
@@ -211,6 +216,7 @@ class Generation(models.Model):
         "ttft_ms",
         "client_ttft_ms",
         "speech_first_ms",
+        "tool_ms",
         "e2e_ms",
         "tpot_ms",
         "prompt_tokens",
@@ -305,3 +311,41 @@ class ChatShare(models.Model):
 
     def __str__(self) -> str:
         return f"share of conversation {self.conversation_id}"
+
+
+class ToolServer(models.Model):
+    """An MCP server staff registered: its tools are offered in the chat (inference/tools).
+
+    tools: what its list_tools said at the last refresh, each {"name", "description",
+    "parameters", "acts"}; acts (the tool changes the world: it waits for the person's yes) is
+    the server's own hint (not readOnlyHint) until staff change it."""
+
+    class Transport(models.TextChoices):
+        HTTP = "http", pgettext_lazy("tool server transport", "Streamable HTTP")
+        STDIO = "stdio", pgettext_lazy("tool server transport", "Command (stdio)")
+
+    name = models.CharField(max_length=60, unique=True)
+    transport = models.CharField(max_length=8, choices=Transport.choices, default=Transport.HTTP)
+    url = models.URLField(max_length=500, blank=True)  # streamable HTTP
+    command = models.CharField(max_length=500, blank=True)  # stdio: the program and its arguments
+    enabled = models.BooleanField(default=True)
+    tools = models.JSONField(default=list, blank=True)
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)  # the last refresh's failure
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ToolPreference(models.Model):
+    """The tools (their keys) a person turned off for all their chats."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tool_preference")
+    off = models.JSONField(default=list, blank=True)
+
+    def __str__(self) -> str:
+        return f"tools of user {self.user_id}"

@@ -22,6 +22,11 @@ def cancel_key(generation_id: int) -> str:
     return f"homeai:cancel:{generation_id}"
 
 
+def tool_confirm_key(generation_id: int, index: int) -> str:
+    """A person's answer to an acting tool call: "allow" or "deny" (the chat socket sets it)."""
+    return f"homeai:tool-confirm:{generation_id}:{index}"
+
+
 def worker_key(name: str) -> str:
     return WORKER_KEY_PREFIX + name
 

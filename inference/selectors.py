@@ -119,7 +119,7 @@ def generation_summary(generation: Generation | None) -> dict | None:
     if generation is None:
         return None
     finished = not generation.is_active
-    return {
+    summary = {
         "id": generation.id,
         "status": generation.status,
         "metrics": generation.metrics() if finished else None,
@@ -127,6 +127,9 @@ def generation_summary(generation: Generation | None) -> dict | None:
         "error": generation.error_message,
         "sources": generation.sources if finished else [],
     }
+    if generation.tool_calls:
+        summary["tool_calls"] = generation.tool_calls  # drawn as cards
+    return summary
 
 
 def conversation_history(*, conversation: Conversation) -> list[dict]:

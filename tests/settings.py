@@ -17,6 +17,7 @@ os.environ.setdefault("HOMEAI_QUEUE", "homeai-test")
 os.environ.setdefault("HOMEAI_CHANNEL_PREFIX", "homeai-test")
 os.environ.setdefault("HOMEAI_WORKER_TTL", "3")
 os.environ.setdefault("HOMEAI_RESEND_AFTER_S", "5")
+os.environ.setdefault("HOMEAI_TOOL_TIMEOUT_S", "4")  # a hanging tool server ends its card soon
 os.environ.setdefault("HOMEAI_METRICS_TOKEN", "test-metrics-token")
 
 from homeai.settings import *  # noqa: E402,F403

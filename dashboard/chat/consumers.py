@@ -78,6 +78,7 @@ class ChatConsumer(SignedInGroupConsumer):
             "chat.settings": self.chat_settings,
             "chat.sync": self.chat_sync,
             "chat.speak": self.chat_speak,
+            "chat.tool_confirm": self.chat_tool_confirm,
         }
 
     async def chat_send(self, content: dict) -> None:
@@ -91,6 +92,7 @@ class ChatConsumer(SignedInGroupConsumer):
             preset=content.get("preset"),
             collections=content.get("collections"),
             attachments=content.get("attachments"),
+            tool_choice=content.get("tool_choice"),
         )
         changed = content.get("settings") is not None or content.get("preset") is not None
         await self._answer_queued(generation, settings=changed)
@@ -192,6 +194,15 @@ class ChatConsumer(SignedInGroupConsumer):
     async def chat_speak(self, content: dict) -> None:
         """Read an answer aloud: a worker sends speech.audio events as its sentences are made."""
         await database_sync_to_async(speech.speech_request)(user=self.user, generation_id=content.get("generation"))
+
+    async def chat_tool_confirm(self, content: dict) -> None:
+        """The person's yes or no to a tool call that acts on the world (the worker waits for it)."""
+        await database_sync_to_async(generations.generation_tool_confirm)(
+            user=self.user,
+            generation_id=content.get("generation"),
+            call=content.get("call"),
+            allow=content.get("allow"),
+        )
 
     async def chat_ttft(self, content: dict) -> None:
         await database_sync_to_async(generations.generation_set_client_ttft)(

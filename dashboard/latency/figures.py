@@ -36,6 +36,7 @@ COLORS = {
     "load": "#9b59d0",
     "prefill": "#2b8fd6",
     "decode": "#22a06b",
+    "tool": "#c2410c",
     stats.OTHER: "#9aa0ab",
     "ratio": "#3559d6",
     "fit": "#c9372c",
@@ -189,7 +190,7 @@ def timeline_figure(rows: Sequence[dict], *, tz: tzinfo = UTC) -> go.Figure:
     fig = go.Figure()
     for phase in (*PHASES, stats.OTHER):
         data = traces[phase]
-        if phase in (stats.OTHER, "retrieve") and not data["y"]:  # drawn only when some request had one
+        if phase in (stats.OTHER, "retrieve", "tool") and not data["y"]:  # drawn only when some request had one
             continue
         fig.add_trace(
             go.Bar(

@@ -23,6 +23,7 @@ PHASE_LABELS = {
     "load": pgettext_lazy("phase", "Load"),
     "prefill": pgettext_lazy("phase", "Prefill"),
     "decode": pgettext_lazy("phase", "Decode"),
+    "tool": pgettext_lazy("phase", "Tools"),
     stats.OTHER: pgettext_lazy("phase", "Unfinished"),
 }
 STATUS_LABELS = {

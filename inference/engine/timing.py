@@ -112,12 +112,13 @@ class PhaseClock:
 
 
 # A request's phases in the order they happen: the chat's phase bar and the dashboard's timeline.
-PHASES = ("queue", "retrieve", "load", "prefill", "decode")
+PHASES = ("queue", "retrieve", "load", "prefill", "decode", "tool")
 
 
 def phase_ms(metrics: dict) -> dict[str, float]:
     """Milliseconds an answer spent in each phase, in PHASES order; the first token's step counts
-    as decode (it is decode work as far as the reader is concerned), and none is negative."""
+    as decode (it is decode work as far as the reader is concerned), and none is negative. The
+    tool phase (a chat answer's tool calls, tool_ms) is there only for an answer that had one."""
     durations = {
         "queue": metrics.get("queue_ms") or 0.0,
         "retrieve": metrics.get("retrieve_ms") or 0.0,
@@ -125,4 +126,6 @@ def phase_ms(metrics: dict) -> dict[str, float]:
         "prefill": metrics.get("prefill_ms") or 0.0,
         "decode": (metrics.get("first_token_ms") or 0.0) + (metrics.get("decode_ms") or 0.0),
     }
-    return {phase: max(durations[phase], 0.0) for phase in PHASES}
+    if metrics.get("tool_ms"):
+        durations["tool"] = metrics["tool_ms"]
+    return {phase: max(durations[phase], 0.0) for phase in PHASES if phase in durations}

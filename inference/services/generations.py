@@ -23,6 +23,7 @@ from inference.models import ChatSettings, Conversation, Generation, Message
 from inference.services import chat_documents
 from inference.services.conversations import conversation_idle, own_message, settings_changes
 from inference.services.validation import validate_max_tokens, validate_sampling, validate_text, validate_ttft_ms
+from inference.tools import catalog as tool_catalog
 from infra.errors import ClientError
 
 TITLE_CHARS = 60
@@ -42,6 +43,7 @@ def generation_create(
     preset=None,
     collections=None,
     attachments=None,
+    tool_choice=None,
 ) -> Generation:
     """Store the user's message and a queued answer (committed; generation_enqueue sends it).
 
@@ -50,7 +52,8 @@ def generation_create(
     preset); max_tokens and options are this
     answer's own, over the conversation's settings. collections (ids, each one the person reads)
     become the chat's choice of document collections; attachments names the files attached to
-    the chat with this message (its chips)."""
+    the chat with this message (its chips). A chat answer is offered the chat's tools
+    (tool_choice: "auto", the default; "none"; "required"; or a tool's name, which it must call)."""
     text = validate_text(text)
     chosen = None if collections is None else chat_documents.readable_choice(user, collections)
     files = _attachment_names(attachments)
@@ -74,8 +77,16 @@ def generation_create(
         prompt = Message.objects.create(
             conversation=conversation, parent_id=parent_id, role=Message.Role.USER, content=text, attachments=files
         )
+        output = _chat_output(user, conversation, tool_choice) if client == "chat" else None
         return _answer(
-            user, conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns, client=client
+            user,
+            conversation,
+            prompt,
+            max_tokens=max_tokens,
+            sampling=sampling,
+            t_arrive_ns=t_arrive_ns,
+            client=client,
+            output=output,
         )
 
 
@@ -94,7 +105,10 @@ def generation_regenerate(*, user, message_id, max_tokens=None, options=None) ->
     with transaction.atomic():
         _check_room(user)
         conversation = conversation_idle(user=user, conversation_id=message.conversation_id)
-        return _answer(user, conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns)
+        output = _chat_output(user, conversation, None)
+        return _answer(
+            user, conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns, output=output
+        )
 
 
 def generation_edit(*, user, message_id, text, max_tokens=None, options=None) -> Generation:
@@ -112,7 +126,23 @@ def generation_edit(*, user, message_id, text, max_tokens=None, options=None) ->
         prompt = Message.objects.create(
             conversation=conversation, parent_id=message.parent_id, role=Message.Role.USER, content=text
         )
-        return _answer(user, conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns)
+        output = _chat_output(user, conversation, None)
+        return _answer(
+            user, conversation, prompt, max_tokens=max_tokens, sampling=sampling, t_arrive_ns=t_arrive_ns, output=output
+        )
+
+
+def _chat_output(user, conversation: Conversation, tool_choice) -> dict:
+    """The tools a chat answer is offered (inference/tools/catalog.py), tool_choice checked."""
+    choice = "auto" if tool_choice is None else tool_choice
+    if not isinstance(choice, str):
+        raise ClientError("bad_request", gettext("tool_choice must be text."), field="tool_choice")
+    output = tool_catalog.chat_output(user, conversation, choice)
+    names = [tool["name"] for tool in output.get("chat_tools", ())]
+    if choice not in ("auto", "none", "required") and choice not in names:
+        message = gettext("There is no tool %(name)s on in this chat.") % {"name": choice[:60]}
+        raise ClientError("bad_request", message, field="tool_choice")
+    return output
 
 
 def _attachment_names(attachments) -> list[dict]:
@@ -374,3 +404,22 @@ def generation_set_client_ttft(*, user, generation_id, ttft_ms) -> None:
         exc.generation = generation.id
         raise
     Generation.objects.filter(id=generation.id).update(client_ttft_ms=ttft_ms)
+
+
+def generation_tool_confirm(*, user, generation_id, call, allow) -> None:
+    """Answer a running answer's acting tool call: allow (True) or deny (False). The worker's
+    task reads it (inference/worker/toolcalls.py); an answer already past it ignores it."""
+    if not isinstance(call, int) or isinstance(call, bool) or not 0 <= call < 64:
+        raise ClientError("bad_request", gettext("call must be the tool call's number."), field="call")
+    if not isinstance(allow, bool):
+        raise ClientError("bad_request", gettext("allow must be true or false."), field="allow")
+    if not isinstance(generation_id, int) or isinstance(generation_id, bool):
+        raise ClientError("bad_request", gettext("generation must be an answer's id."), field="generation")
+    generation = selectors.generations_for_user(user=user, generation_ids=[generation_id]).get(generation_id)
+    if generation is None or generation.status != Generation.Status.RUNNING:
+        raise ClientError("not_found", gettext("That answer is not waiting for you."), field="generation")
+    key = redis_client.tool_confirm_key(generation.id, call)
+    try:
+        redis_client.client().set(key, "allow" if allow else "deny", ex=int(settings.HOMEAI_TOOL_CONFIRM_S) + 60)
+    except redis.RedisError:
+        raise ClientError("unavailable", str(QUEUE_DOWN_MESSAGE)) from None

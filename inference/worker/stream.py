@@ -27,6 +27,7 @@ from inference.worker import runtime
 from inference.worker.cancels import CANCELS, Watched, forget
 from inference.worker.retrieve import retrieve_phase
 from inference.worker.step_relay import STEP_RELAY, QuickAnswer, wire_event
+from inference.worker.toolcalls import ToolRound
 
 SAVE_EVERY_S = 0.25  # a crash loses at most this much of an answer
 # An answer's task thread wakes for its events, and at least this often to save its text, feed
@@ -38,9 +39,10 @@ SUBMIT_ATTEMPTS = 3
 WORKER_ERROR_MESSAGE = "Something went wrong in the worker while writing this answer; the text so far is kept."
 log = logging.getLogger(__name__)
 
-# The columns an answer's end writes (the web writes the browser's TTFT, a reading its first audio).
+# The columns an answer's end writes (the web writes the browser's TTFT, a reading its first
+# audio; the tool round its tool time).
 METRIC_COLUMNS = tuple(
-    f for f in Generation.METRIC_FIELDS if f not in ("client_ttft_ms", "speech_first_ms", "finish_reason")
+    f for f in Generation.METRIC_FIELDS if f not in ("client_ttft_ms", "speech_first_ms", "finish_reason", "tool_ms")
 )
 
 
@@ -207,6 +209,11 @@ class _DashboardFeed:
         elif isinstance(ev, PhaseEvent) and ev.phase in ("load", "decode"):
             self._changed(ev.phase)
 
+    def tool(self) -> None:
+        """The answer's tool calls run (toolcalls.py)."""
+        self._changed("tool")
+        self.flush()
+
     def _changed(self, phase: str) -> None:
         self.phase = phase
         self._last = 0.0  # send at the next flush
@@ -245,9 +252,11 @@ class _Relay:
         # A chat answer's sentences, kept for reading it aloud (speech.py).
         reads = generation.client == "chat" and settings.HOMEAI_SPEECH
         self.speech = speech.SpeechFeed(generation.id) if reads else None
+        self.tools = ToolRound.offered(generation)  # a chat answer's tool calls, if it has tools
 
     def run(self, seq: Sequence, engine: Engine) -> None:
-        watched = CANCELS.watch(self.generation.id, lambda: engine.cancel(seq.seq_id))
+        self.engine = engine  # the second round of a tool call may be another engine's
+        watched = CANCELS.watch(self.generation.id, lambda: self.engine.cancel(seq.seq_id))
         try:
             self._stream(seq, engine, watched)
         finally:
@@ -281,6 +290,17 @@ class _Relay:
             if quick is not None and (final is not None or not quick.on):
                 # The engine thread is done with this answer: what it still holds goes first.
                 frame = quick.take_frame() + frame
+            if final is not None and self.tools is not None and isinstance(final, DoneEvent):
+                broadcast.publish_for(self.generation, frame)
+                frame = []
+                following = self.tools.next_sequence(seq, final, watched, self.feed)
+                if following is not None:  # the answer continues with the tools' results
+                    self.pieces = []
+                    seq, engine = following, _submit(following, self.generation.model_name)
+                    self.engine = engine
+                    continue
+                if self.tools.first is not None:
+                    final = self.tools.merged(final)
             if final is not None:
                 self._publish_end(frame, self._store_end(final))
                 if watched.asked_at is not None:
@@ -292,7 +312,7 @@ class _Relay:
                 self.speech.flush()
             now = time.monotonic()
             if len(self.pieces) != saved and now - last_save >= SAVE_EVERY_S:
-                _save_text(self.generation.message_id, "".join(self.pieces))
+                _save_text(self.generation.message_id, self._text())
                 saved, last_save = len(self.pieces), now
             if now >= deadline:
                 watched.stop()  # the engine answers with a cancelled DoneEvent
@@ -300,6 +320,12 @@ class _Relay:
             if stalled or not engine.thread_alive:
                 self.fail("worker_error", WORKER_ERROR_MESSAGE)  # the engine will never answer
                 return
+
+    def _text(self) -> str:
+        """The answer's text so far: after a tool call, what came before it and the second round's."""
+        shown = self.tools.visible if self.tools is not None and self.tools.first is not None else ""
+        written = "".join(self.pieces)
+        return f"{shown}\n\n{written}" if shown and written else shown or written
 
     def fail(self, code: str, message: str) -> None:
         """End the answer as an error with the text so far, unless it already ended."""
@@ -340,7 +366,7 @@ class _Relay:
             with transaction.atomic():
                 changed = running.update(**values)
                 if changed:
-                    Message.objects.filter(id=generation.message_id).update(content="".join(self.pieces))
+                    Message.objects.filter(id=generation.message_id).update(content=self._text())
         else:
             metrics = final.metrics
             status = Generation.Status.CANCELLED if final.finish_reason == "cancelled" else Generation.Status.DONE
@@ -354,6 +380,8 @@ class _Relay:
                 "itl_ms": metrics["itl_ms"],
                 **{name: metrics[name] for name in METRIC_COLUMNS},
             }
+            if self.tools is not None and self.tools.first is not None:
+                values.update(tool_ms=self.tools.tool_ms, tool_calls=self.tools.cards)
             with transaction.atomic():
                 Message.objects.filter(id=generation.message_id).update(content=final.text)
                 changed = running.update(**values)

@@ -57,4 +57,5 @@ def test_an_answer_with_no_tokens_ends_when_the_end_of_turn_is_sampled():
 def test_phase_ms_puts_the_first_token_in_decode_and_never_goes_negative():
     metrics = {"queue_ms": 5.0, "load_ms": None, "prefill_ms": 90.0, "first_token_ms": 7.0, "decode_ms": -1.0}
     assert phase_ms(metrics) == {"queue": 5.0, "retrieve": 0.0, "load": 0.0, "prefill": 90.0, "decode": 6.0}
-    assert list(phase_ms(metrics)) == list(PHASES)
+    assert list(phase_ms(metrics)) == [phase for phase in PHASES if phase != "tool"]  # no tool call
+    assert list(phase_ms({**metrics, "tool_ms": 12.5})) == list(PHASES)

@@ -13,6 +13,7 @@ import { autoResize, updateCharCount } from "./composer.js";
 import { setTitle, touchConversation } from "./sidebar.js";
 import { onSettings } from "./settings.js";
 import { SPEECH_HANDLERS, autoRead, read } from "./speech.js";
+import { showToolCall, showToolCalls } from "./tools.js";
 
 function onQueued(msg) {
   let gen = state.gens.get(msg.generation);
@@ -91,9 +92,20 @@ function onToken(msg) {
   appendToken(gen, msg.text || "");
 }
 
+// A tool call of the answer (its card as it now stands) and the answer's text without the call.
+function onTool(msg) {
+  const gen = state.gens.get(msg.generation);
+  if (!gen || FINISHED.has(gen.status)) return;
+  if (typeof msg.text === "string") setText(gen, msg.text);
+  if (msg.call.status !== "confirm") clearStatus(gen);
+  else setStatus(gen, gettext("Waiting for your yes…"));
+  showToolCall(gen, msg.call);
+}
+
 function onDone(msg) {
   const gen = state.gens.get(msg.generation);
   if (!gen) return;
+  if (msg.tool_calls) showToolCalls(gen, msg.tool_calls);
   if (typeof msg.text === "string") setText(gen, msg.text);
   if (msg.notice) showNotice(gen, msg.notice);
   finish(gen, msg.status || "done", msg.metrics || null, msg.error || msg.message, msg.sources);
@@ -137,6 +149,6 @@ function onSync(msg) {
 
 export const HANDLERS = {
   "generation.queued": onQueued, "generation.phase": onPhase, "generation.token": onToken,
-  "generation.done": onDone, "generation.error": onError, "generation.sync": onSync,
+  "generation.done": onDone, "generation.tool": onTool, "generation.error": onError, "generation.sync": onSync,
   "conversation.branch": onBranch, "conversation.settings": onSettings, ...SPEECH_HANDLERS,
 };

@@ -4,6 +4,7 @@
 import { ui, ACTIVE } from "./state.js";
 import { renderMessage, showEmptyState, scrollToBottom } from "./render.js";
 import { setStatus, showNotice, finish } from "./stream.js";
+import { showToolCalls } from "./tools.js";
 
 export function renderHistory(turns) {
   for (const turn of turns) {
@@ -18,6 +19,7 @@ export function renderHistory(turns) {
 // An answer as the page found it: waiting, still being written, or finished with its metrics.
 function showStoredState(gen, g) {
   showNotice(gen, g.notice);
+  showToolCalls(gen, g.tool_calls);
   if (g.status === "queued") setStatus(gen, gettext("Queued"), { busy: true });
   else if (g.status === "running") {
     if (gen.text) gen.el.classList.add("streaming");

@@ -4,7 +4,7 @@
 import { modelLabel } from "./settings.js";
 
 const { el, isNum, say, fmtMs, fmtRate, fmtInt } = window.HomeAI;
-const PHASE_NAMES = { queue: pgettext("phase", "queue"), retrieve: pgettext("phase", "retrieve"), load: pgettext("phase", "load"), prefill: pgettext("phase", "prefill"), decode: pgettext("phase", "decode") };
+const PHASE_NAMES = { queue: pgettext("phase", "queue"), retrieve: pgettext("phase", "retrieve"), load: pgettext("phase", "load"), prefill: pgettext("phase", "prefill"), decode: pgettext("phase", "decode"), tool: pgettext("phase", "tools") };
 
 function statsText(m) {
   const parts = [];
