@@ -4,7 +4,7 @@
 # every layer) on each, the variants alternated within every round, for the default chat model's
 # shape (SmolLM2-135M: head size 64, 9 query heads, 3 K/V heads, 30 layers) and Gemma 3 270M's
 # (256, 4, 1, 18); then prints, per case and variant, the median of the rounds' medians and
-# their range.
+# their range. Before timing, fa-same checks each variant's batch-vs-single bit identity.
 #   patches/llama.cpp/bench/fa-node.sh [variant...]   variant: vendored | NAME=PATCH
 #   (default: vendored held=held/0001-ggml-cpu-flash-attention-gqa-decode.patch)
 # FA_NODE_ROUNDS (3), FA_NODE_THREADS ("1 2"), FA_NODE_DEPTHS ("128 2000 4000"),
@@ -37,12 +37,20 @@ for arg in "$@"; do
     [[ -z $patch ]] || (cd "$dir" && patch -p1 --quiet < "$patch")
     touch "$dir/ggml/ggml.pc.in"  # the sdist leaves it out; ggml's own CMakeLists wants it
     eval "cmake -S '$dir/ggml' -B '$dir/build' -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-      -DGGML_LLAMAFILE=ON -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF $flags" > "$dir/cmake.log"
-    cmake --build "$dir/build" -j"$(nproc)" --target ggml-cpu ggml-base > "$dir/build.log"
+      -DGGML_LLAMAFILE=ON -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF $flags" > "$dir/cmake.log" 2>&1
+    cmake --build "$dir/build" -j"$(nproc)" --target ggml-cpu ggml-base > "$dir/build.log" 2>&1
     g++ -O2 -x c patches/llama.cpp/bench/fa-node.c -x none -I"$dir/ggml/include" \
       "$dir/build/src/libggml-cpu.a" "$dir/build/src/libggml-base.a" -lgomp -lpthread -lm -o "$dir/fa-node"
     echo "$id" > "$dir/id"
   fi
+  if [[ ! -x "$dir/fa-same" ]]; then
+    g++ -O2 -x c patches/llama.cpp/bench/fa-same.c -x none -I"$dir/ggml/include" \
+      "$dir/build/src/libggml-cpu.a" "$dir/build/src/libggml-base.a" -lgomp -lpthread -lm -o "$dir/fa-same"
+  fi
+  for depth in 100 2000 4000; do
+    printf '%-8s batch vs single, ' "$name"
+    "$dir/fa-same" "$depth" || true
+  done
 done
 log=$work/last.log
 : > "$log"
