@@ -125,8 +125,9 @@ def generation_summary(generation: Generation | None) -> dict | None:
         "metrics": generation.metrics() if finished else None,
         "notice": generation.notice,
         "error": generation.error_message,
-        "sources": generation.sources if finished else [],
     }
+    if finished and generation.sources:
+        summary["sources"] = generation.sources  # the documents it drew on, under the answer
     if generation.tool_calls:
         summary["tool_calls"] = generation.tool_calls  # drawn as cards
     return summary

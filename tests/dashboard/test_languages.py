@@ -30,7 +30,11 @@ PLACEHOLDER = re.compile(r"%\(\w+\)[sd]|%\{[^}]*\}|%%|<[^>]+>|\{\{[^}]*\}\}")
 
 # Everything a person reads: the text, the titles and labels, and the charts' SVG text.
 VISIBLE_TEXT = """() => {
+    // Proper names marked translate="no" (a licence's title) are left out, as a translator would.
+    const names = [...document.querySelectorAll('[translate="no"]')];
+    for (const node of names) node.style.setProperty("display", "none");
     const parts = [document.title, document.body.innerText];
+    for (const node of names) node.style.removeProperty("display");
     for (const node of document.querySelectorAll("[placeholder], [title], [aria-label]")) {
         for (const name of ["placeholder", "title", "aria-label"]) {
             if (node.hasAttribute(name) && !node.closest(".modebar")) parts.push(node.getAttribute(name));
