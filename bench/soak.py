@@ -325,6 +325,8 @@ def own_stack(name: str, **env: str) -> tuple[Stack, Path]:
     """A HomeAI of its own (not started yet) on the app's own settings and a fresh SQLite
     database in a scratch folder, which this process's ORM is pointed at too; env: more of the
     stack's settings. The worker has the settings' own task threads, as `make run` has them."""
+    if connection.vendor != "sqlite":
+        raise RuntimeError("The benchmark's own stack runs on SQLite: run it without a PostgreSQL DATABASE_URL.")
     scratch = Path(tempfile.mkdtemp(prefix=f"homeai-{name}-"))
     database = scratch / "homeai.sqlite3"
     connection.close()

@@ -5,6 +5,7 @@ searched; the report has every part and this process is on its own database agai
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from django.core.management import call_command
@@ -15,6 +16,10 @@ from bench import retrieval
 
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    "postgres" in os.environ.get("DATABASE_URL", ""),
+    reason="the benchmark runs a stack of its own on a fresh SQLite database and points this process at it",
+)
 def test_the_retrieval_benchmark_runs_in_its_smallest_mode(tmp_path):
     database = connection.settings_dict["NAME"]
     call_command(
