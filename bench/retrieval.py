@@ -9,9 +9,9 @@
    follow the corpus' own word frequencies and random unit vectors, searched through
    documents.selectors.search (full-text + vectors, fused) with the labelled questions as queries;
    full-text and vectors alone too, and the first search after a change (the matrix's load).
-   Beside them two alternatives: full-text without the query's words found in over 10% of the
-   chunks (rare_fulltext, from FTS5's own counts: SQLite only, as the scratch database is), and
-   faiss's HNSW graph and flat index in the peer's venv (bench/ann_peer.py).
+   Beside them the searches as they were before the query's common words were left out
+   (fulltext.uncommon: "all", every word searched), and faiss's HNSW graph and flat index in the
+   peer's venv (bench/ann_peer.py).
 3. Retrieval quality: the labelled questions (bench/data/python_doc_questions.json, each with the
    page that answers it) against the indexed collection: recall@5 and MRR@10 (by page) for
    full-text alone, vectors alone and hybrid.
@@ -34,6 +34,7 @@ that database after the stack has stopped. See docs/performance.md for the comma
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -73,8 +74,8 @@ SYNTHETIC_WORDS = 150  # words in a synthetic chunk: about the 1,000 characters 
 SYNTHETIC_POOL = 20_000  # distinct synthetic texts, repeated to fill the larger collections
 STORED_VECTORS_UP_TO = 100_000  # above this, the vectors go straight into the search's cache
 INSERT_BATCH = 20_000
-RANKINGS = ("fulltext", "vectors", "hybrid", "fulltext_rare", "hybrid_rare")
-SEARCHES = ("hybrid", "fulltext", "vectors", "hybrid_rare", "fulltext_rare")
+RANKINGS = ("fulltext", "vectors", "hybrid", "fulltext_all", "hybrid_all")
+SEARCHES = ("hybrid", "fulltext", "vectors", "hybrid_all", "fulltext_all")
 
 
 @dataclass
@@ -286,17 +287,15 @@ def quality(user, collection: Collection, questions: list[dict], query_vectors: 
     """Recall@5 and MRR@10 (by page) of full-text alone, vectors alone and hybrid."""
     page_of = dict(Chunk.objects.filter(collection=collection).values_list("id", "document__path"))
     ranks: dict[str, list[int | None]] = {name: [] for name in RANKINGS}
-    _vocab_table()
-    total = Chunk.objects.count()
     rows = []
     for question, vector in zip(questions, query_vectors, strict=True):
         text_ids = fulltext.search(question["q"], [collection.id], selectors.CANDIDATES)
         vector_ids = [cid for cid, _ in vectors.search(vector, [collection], selectors.CANDIDATES)]
         hybrid_ids = [h.chunk.id for h in selectors.search(user, collection.id, question["q"], vector, limit=10)]
         row = {"q": question["q"], "page": question["page"]}
-        rare_ids = rare_fulltext(question["q"], [collection.id], selectors.CANDIDATES, total)
-        rare_hybrid_ids = [h.chunk.id for h in rare_hybrid(user, collection.id, question["q"], vector, 10, total)]
-        lists = (text_ids[:10], vector_ids[:10], hybrid_ids, rare_ids[:10], rare_hybrid_ids)
+        all_ids = all_fulltext(question["q"], [collection.id], selectors.CANDIDATES)
+        all_hybrid_ids = [h.chunk.id for h in all_hybrid(user, collection.id, question["q"], vector, 10)]
+        lists = (text_ids[:10], vector_ids[:10], hybrid_ids, all_ids[:10], all_hybrid_ids)
         for name, ids in zip(RANKINGS, lists, strict=True):
             row[name] = _ranks(ids, page_of, question["page"])
             ranks[name].append(row[name])
@@ -377,38 +376,25 @@ def _timed(fn, repeats: int) -> dict:
     return {"p50_ms": report.percentile(ms, 50), "p99_ms": report.percentile(ms, 99), "n": len(ms)}
 
 
-COMMON_SHARE = 0.1  # the alternative full-text search leaves out words in more than this share of chunks
-VOCAB_TABLE = "bench_chunk_vocab"
+@contextlib.contextmanager
+def every_word():
+    """fulltext.search as it was before common words were left out: every word of the query."""
+    saved = fulltext.CUT_FROM_CHUNKS
+    fulltext.CUT_FROM_CHUNKS = 1 << 62
+    try:
+        yield
+    finally:
+        fulltext.CUT_FROM_CHUNKS = saved
 
 
-def _vocab_table() -> None:
-    """FTS5's own per-word document counts over the chunks' index (SQLite; the bench's, no migration)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB_TABLE} USING fts5vocab({fulltext.FTS_TABLE}, 'row')")
+def all_fulltext(query: str, collection_ids: list[int], limit: int) -> list[int]:
+    with every_word():
+        return fulltext.search(query, collection_ids, limit)
 
 
-def rare_fulltext(query: str, collection_ids: list[int], limit: int, total: int) -> list[int]:
-    """The alternative measured against fulltext.search: the same search without the query's
-    words found in more than COMMON_SHARE of all chunks ("how", "the", "a": bm25 weighs them next
-    to nothing, but every chunk that has one is a match to rank); the rarest two when all are."""
-    words = fulltext.terms(query)
-    if not words:
-        return []
-    with connection.cursor() as cursor:
-        marks = ",".join(["%s"] * len(words))
-        cursor.execute(f"SELECT term, doc FROM {VOCAB_TABLE} WHERE term IN ({marks})", words)
-        docs = dict(cursor.fetchall())
-    kept = [w for w in words if docs.get(w, 0) <= COMMON_SHARE * total]
-    kept = kept or sorted(words, key=lambda w: docs.get(w, 0))[:2]
-    return fulltext.search(" ".join(kept), collection_ids, limit)
-
-
-def rare_hybrid(owner, collection_id: int, query: str, query_vector: np.ndarray, limit: int, total: int):
-    """selectors.search with rare_fulltext in place of fulltext.search."""
-    collection = selectors.collection_for_reader(owner, collection_id)
-    text_ids = rare_fulltext(query, [collection.id], selectors.CANDIDATES, total)
-    vector_ids = [i for i, _ in vectors.search(query_vector, [collection], selectors.CANDIDATES)]
-    return selectors.fuse(text_ids, vector_ids, [collection.id], limit)
+def all_hybrid(owner, collection_id: int, query: str, query_vector: np.ndarray, limit: int):
+    with every_word():
+        return selectors.search(owner, collection_id, query, query_vector, limit=limit)
 
 
 def _ann(cfg: RetrievalConfig, size: int) -> dict:
@@ -425,20 +411,14 @@ def _ann(cfg: RetrievalConfig, size: int) -> dict:
 def _latencies(owner, collection: Collection, texts: list[str], query_vectors: np.ndarray) -> dict:
     """p50/p99 of the hybrid search (as the API runs it), full-text alone and vectors alone."""
     n = len(query_vectors)
-    _vocab_table()
-    total = Chunk.objects.count()
     return {
         "hybrid": _timed(
             lambda i: selectors.search(owner, collection.id, texts[i % len(texts)], query_vectors[i], limit=5), n
         ),
         "fulltext": _timed(lambda i: fulltext.search(texts[i % len(texts)], [collection.id], selectors.CANDIDATES), n),
         "vectors": _timed(lambda i: vectors.search(query_vectors[i], [collection], selectors.CANDIDATES), n),
-        "fulltext_rare": _timed(
-            lambda i: rare_fulltext(texts[i % len(texts)], [collection.id], selectors.CANDIDATES, total), n
-        ),
-        "hybrid_rare": _timed(
-            lambda i: rare_hybrid(owner, collection.id, texts[i % len(texts)], query_vectors[i], 5, total), n
-        ),
+        "fulltext_all": _timed(lambda i: all_fulltext(texts[i % len(texts)], [collection.id], selectors.CANDIDATES), n),
+        "hybrid_all": _timed(lambda i: all_hybrid(owner, collection.id, texts[i % len(texts)], query_vectors[i], 5), n),
     }
 
 
@@ -606,7 +586,7 @@ def markdown(result: dict) -> str:
             lines.append(f"\nHomeAI / peer chunks/s: {indexing['ratio_chunks_per_s']:.2f}x (goal: 2x or more)")
         lines.append("")
     if rows := result.get("search"):
-        lines.append('Search, p50 / p99 (ms); "rare": full-text without words in over 10% of chunks:')
+        lines.append('Search, p50 / p99 (ms); "all": every word of the query searched (no common words left out):')
         lines += report.table(
             ("chunks", *SEARCHES, "first search"),
             [

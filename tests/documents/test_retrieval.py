@@ -65,6 +65,26 @@ def test_full_text_matches_words_and_ranks_the_chunk_with_more_of_them_first(db)
     assert fulltext.search("boiler", [], 10) == []
 
 
+def test_full_text_leaves_out_words_most_chunks_have_once_there_are_enough_chunks(db, monkeypatch):
+    ada = factories.user("ada")
+    collection = services.collection_create(owner=ada, name="Common")
+    texts = [f"The note number {i} of the house." for i in range(18)]
+    notes = add_chunks(collection, [(t, unit(1, 0)) for t in texts])
+    (boiler,) = add_chunks(collection, [("The boiler pressure of the house was low.", unit(0, 1))])
+    (the_boiler,) = add_chunks(collection, [("the the the boiler", unit(0, 1))])  # bm25 likes "the" here
+
+    # few chunks: every word is searched
+    everything = fulltext.search("the house boiler", [collection.id], 50)
+    assert set(everything) == {n.id for n in notes} | {boiler.id, the_boiler.id}
+
+    monkeypatch.setattr(fulltext, "CUT_FROM_CHUNKS", 10)  # 20 chunks: "the" and "house" are in over 10%
+    assert fulltext.uncommon(["the", "house", "boiler"]) == ["boiler"]
+    assert set(fulltext.search("the house boiler", [collection.id], 50)) == {boiler.id, the_boiler.id}
+    # all common: the rarest two are searched, so the question still finds something
+    assert fulltext.uncommon(["the", "house", "note"]) == ["note", "house"]  # in 18 and 19 of 20
+    assert set(fulltext.search("the house", [collection.id], 50)) == set(everything)
+
+
 def test_fusion_puts_a_chunk_both_searches_found_first_and_reads_only_the_asked_collection(db):
     ada, bob = factories.user("ada"), factories.user("bob")
     mine = services.collection_create(owner=ada, name="Mine")
