@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+import llama_cpp
 import numpy as np
 import pytest
 from django.conf import settings
@@ -129,6 +130,31 @@ def test_a_conversation_back_in_its_own_slot_frees_its_saved_copy(tmp_path):
         engine.stop()
     assert seq.num_cached > 500 and seq.num_restored == 0  # its own slot, reused in place
     assert dropped == [1]
+
+
+@pytest.mark.integration
+def test_an_idle_history_leaves_the_cache_when_another_prompt_starts_and_comes_back_restored(tmp_path):
+    """With a store, a prompt starts beside no idle history (llama.cpp's flash attention pays
+    for every masked cell of the cache in a prompt's slices); its owner's next turn restores it."""
+    engine = make_engine(tmp_path)
+    try:
+        first = [{"role": "user", "content": f"{HISTORY}\nWhich day is the last note about?"}]
+        one, answer = ask(engine, 1, owner=1, messages=first)
+        memory = llama_cpp.llama_get_memory(engine.runner.ctx)
+        assert llama_cpp.llama_memory_seq_pos_max(memory, one.slot) > 500  # kept in its slot
+        other, _ = ask(engine, 2, owner=2, messages=[{"role": "user", "content": "Hello there."}])
+        assert other.slot != one.slot  # an empty slot, not the history's
+        assert llama_cpp.llama_memory_seq_pos_max(memory, one.slot) == -1  # out of the cache
+        assert engine.runner.kv.stats()["states"] >= 1  # and in the store
+        follow_up = [
+            *first,
+            {"role": "assistant", "content": answer.text},
+            {"role": "user", "content": "And the first?"},
+        ]
+        back, _ = ask(engine, 3, owner=1, messages=follow_up)
+    finally:
+        engine.stop()
+    assert back.num_restored > 500 and back.num_cached == back.num_restored
 
 
 def buffer(n: int) -> np.ndarray:

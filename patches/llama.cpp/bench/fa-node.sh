@@ -6,14 +6,14 @@
 # (256, 4, 1, 18); then prints, per case and variant, the median of the rounds' medians and
 # their range. Before timing, fa-same checks each variant's batch-vs-single bit identity.
 #   patches/llama.cpp/bench/fa-node.sh [variant...]   variant: vendored | NAME=PATCH
-#   (default: vendored held=held/0001-ggml-cpu-flash-attention-gqa-decode.patch)
+#   (default: vendored patched=patches/llama.cpp/0001-ggml-cpu-flash-attention-gqa-decode.patch)
 # FA_NODE_ROUNDS (3), FA_NODE_THREADS ("1 2"), FA_NODE_DEPTHS ("128 2000 4000"),
 # FA_NODE_SHAPES ("64 9 3 30,256 4 1 18"), FA_NODE_REPS (30 steps a run).
 # Scratch: FA_NODE_WORK (default /var/tmp/homeai-fa-node); a variant is rebuilt when its patch
 # changes. Needs cmake and g++.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-[[ $# -gt 0 ]] || set -- vendored held=patches/llama.cpp/held/0001-ggml-cpu-flash-attention-gqa-decode.patch
+[[ $# -gt 0 ]] || set -- vendored patched=patches/llama.cpp/0001-ggml-cpu-flash-attention-gqa-decode.patch
 work=${FA_NODE_WORK:-/var/tmp/homeai-fa-node}
 pin=$(grep '^llama-cpp-python==' requirements.txt | cut -d' ' -f1)
 version=${pin#llama-cpp-python==}

@@ -5,8 +5,10 @@ Chromium decodes and plays them."""
 from __future__ import annotations
 
 import io
+import os
 import re
 import wave
+from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -77,25 +79,31 @@ def test_the_auto_read_setting_is_saved(make_user):
     assert Account.of(me).auto_read
 
 
+def _open_listening(p, me, answer, live_server_url: str, viewport: dict | None = None):
+    """Chromium on the answer's chat, recording each sentence the page plays."""
+    browser = launch_chromium(p, "--autoplay-policy=no-user-gesture-required")
+    context = browser.new_context(base_url=live_server_url, **({"viewport": viewport} if viewport else {}))
+    context.add_cookies([{"name": "sessionid", "value": session_cookie(me), "url": live_server_url}])
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(f"/chat/{answer.conversation_id}/")
+    expect(page.locator("#connection-status")).to_contain_text(re.compile("connected", re.I))
+    page.evaluate(
+        """() => {
+            window.__played = [];
+            document.addEventListener('homeai:speech-played', e => window.__played.push(e.detail));
+        }"""
+    )
+    return browser, page
+
+
 @pytest.mark.browser
 def test_the_speaker_button_plays_the_answer_in_chromium(worker, make_user, live_server_url, monkeypatch, settled):
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     me = make_user()
     answer = factories.finished_generation(me, prompt="Hi", answer="Hello there. The lights are off now.")
     with sync_playwright() as p:
-        browser = launch_chromium(p, "--autoplay-policy=no-user-gesture-required")
-        context = browser.new_context(base_url=live_server_url)
-        context.add_cookies([{"name": "sessionid", "value": session_cookie(me), "url": live_server_url}])
-        page = context.new_page()
-        page.set_default_timeout(60_000)
-        page.goto(f"/chat/{answer.conversation_id}/")
-        expect(page.locator("#connection-status")).to_contain_text(re.compile("connected", re.I))
-        page.evaluate(
-            """() => {
-                window.__played = [];
-                document.addEventListener('homeai:speech-played', e => window.__played.push(e.detail));
-            }"""
-        )
+        browser, page = _open_listening(p, me, answer, live_server_url)
         button = page.locator(".message.assistant .speak-button")
         expect(button).to_have_text("Read aloud")
         button.click()
@@ -107,4 +115,28 @@ def test_the_speaker_button_plays_the_answer_in_chromium(worker, make_user, live
         assert [p["index"] for p in played] == [0, 1] and all(p["duration"] > 0.3 for p in played)
         expect(button).to_have_attribute("aria-pressed", "false", timeout=60_000)
         expect(page.locator("#error-banner")).to_be_hidden()
+        browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not os.environ.get("HOMEAI_SCREENSHOTS"), reason="set HOMEAI_SCREENSHOTS=1 to refresh docs/")
+def test_take_read_aloud_screenshot_for_the_docs(worker, make_user, live_server_url, monkeypatch, settled):
+    """HOMEAI_SCREENSHOTS=1 pytest tests/dashboard/chat/test_speech.py -k screenshot: an answer
+    being read aloud (its speaker button pressed)."""
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    me = make_user("sam")
+    text = (
+        "The kitchen light is on. The living-room lights have been off since half past ten, "
+        "and the garage door is shut. Good night!"
+    )
+    answer = factories.finished_generation(me, prompt="Is the house ready for the night?", answer=text)
+    with sync_playwright() as p:
+        browser, page = _open_listening(p, me, answer, live_server_url, {"width": 1280, "height": 800})
+        button = page.locator(".message.assistant .speak-button")
+        button.click()
+        assert wait_until(lambda: len(page.evaluate("window.__played")) >= 1, timeout=120)
+        expect(button).to_have_attribute("aria-pressed", "true")
+        out = Path(__file__).resolve().parents[3] / "docs" / "screenshots"
+        out.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(out / "chat-read-aloud.png"))
         browser.close()
