@@ -21,11 +21,14 @@ late slices 3-4x dearer than budgeted (the chats' p99 gap went to 28.6x their ga
 document, for a goal of 3x). Why a sequence's own cells and not all the cells in use: the slots
 share one cache (kv_unified), and llama.cpp's graph spans every used cell (n_kv, the highest
 used cell padded to 256) with the other sequences' masked out; but ggml's CPU flash attention
-skips a masked cell (the per-row loop goes on at a -inf mask, the tiled one skips a tile all
-masked), so what costs is the sequence's own cells. Measured on the development box, one
-thread: three decodes 100 cells deep took 69.6, 66.6 and 64.1 ms with 0, 500 and 1,000 cells of
-a document beside them in the cache, while a 16-token slice of that document took 18 ms a
-token at 500 deep and 22 at 1,000.
+skips a masked cell (the patched decode path numbers only the positions a row's mask lets
+through; the tiled prompt path skips a tile all masked, after reading its mask), so what costs
+is mostly the sequence's own cells. Measured on the development box, one thread: three decodes
+100 cells deep took 69.6, 66.6 and 64.1 ms with 0, 500 and 1,000 cells of a document beside them
+in the cache, while a 16-token slice of that document took 18 ms a token at 500 deep and 22 at
+1,000. Reading the masks is not free for large slices (a 512-token slice beside idle histories
+of 5,700 cells cost 1.9x), which is why idle histories leave the cache when a prompt starts
+(Runner.admit).
 
 Why attend_ms is a weighted median of pairwise slopes (Theil-Sen), not a least-squares fit, and
 why medians elsewhere: on a shared box one slow step (another process took the core) is common,
