@@ -31,6 +31,7 @@ def test_a_person_turns_tools_off_for_themselves_and_for_one_chat(make_user):
     client.post("/tools/", {"on": ["builtin:calculator", "builtin:search_documents"]})
     assert ToolPreference.objects.get(user=me).off == ["builtin:current_time"]
     chat = Conversation.objects.create(user=me, title="t")
+    assert f'href="/tools/chat/{chat.id}/"'.encode() in client.get(f"/chat/{chat.id}/").content  # from the chat
     client.post(f"/tools/chat/{chat.id}/", {"on": ["builtin:current_time"]})
     chat.refresh_from_db()
     assert chat.tools_off == ["builtin:calculator", "builtin:search_documents"]
