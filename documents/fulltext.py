@@ -5,8 +5,8 @@ The project's only database-specific SQL beside /healthz's; the migrations creat
 A query's common words are left out once there are enough chunks for it to matter: a word found
 in more than COMMON_SHARE of all chunks ("how", "the", "a") weighs next to nothing in the rank
 (bm25 / ts_rank), but every chunk that has one is a match to rank. On 10^5 chunks of Python's
-documentation (manage.py bench_retrieval) that took the hybrid search's p50 from 191 to 41 ms,
-with recall@5 1.0 and MRR 0.954 on its questions. When every word is common the rarest
+documentation (manage.py bench_retrieval) that took the hybrid search's p50 from 208 to 46.5 ms
+(docs/performance.md), with recall@5 1.0 and MRR 0.954 on its questions. When every word is common the rarest
 KEEP_WHEN_COMMON are searched. The counts: FTS5's own (an fts5vocab table) on SQLite; on
 PostgreSQL a count of each word's matches through the GIN index, stopped past the threshold."""
 
@@ -133,7 +133,8 @@ def uncommon(words: list[str]) -> list[str]:
     kept = [w for w in words if counts.get(w, 0) <= cap]
     if kept:
         return kept
-    counts = _chunks_with(words, total)  # all common: which are rarest (PostgreSQL's counts stopped at cap)
+    if connection.vendor == "postgresql":  # its counts stopped at cap: count again to find the rarest
+        counts = _chunks_with(words, total)
     return sorted(words, key=lambda w: counts.get(w, 0))[:KEEP_WHEN_COMMON]
 
 
