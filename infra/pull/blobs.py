@@ -1,4 +1,5 @@
-"""One blob fetched to a partial file: resumed with a Range request, checked by its sha256."""
+"""One blob fetched to a partial file: resumed with a Range request, checked by its sha256 (the
+body through net.pool: urllib3, 256 KB reads)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,11 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
-
-from infra.pull import store
+from infra.pull import net, store
 from infra.pull.errors import PullCancelled, PullError
 
 CHUNK = 1 << 20
+READ = 256 << 10  # one read of a blob's body: 1 MB reads left the hash thread's cache behind (bench/pull.py)
 Progress = Callable[[str, int, int], None]  # (digest, total, completed)
 
 
@@ -68,7 +68,6 @@ def check_digest(digest: str, got: str, what: str) -> None:
 
 
 def _fetch(
-    client: httpx.Client,
     url: str,
     *,
     digest: str,
@@ -100,37 +99,39 @@ def _fetch(
     progress(digest, size, have)
     if have < size:
         headers = {"Range": f"bytes={have}-"} if have else {}
+        response = net.pool(url).request("GET", url, headers=headers, preload_content=False, decode_content=False)
         try:
-            with client.stream("GET", url, headers=headers) as response:
-                if response.status_code == 200 and have:
-                    hashed, have = hashlib.sha256(), 0  # no ranges here: from the start
-                    mode = "wb"
-                elif response.status_code in (200, 206):
-                    mode = "ab"
-                else:
-                    raise PullError(
-                        "registry_error",
-                        f"The registry answered {response.status_code} for {what}.",
-                        status=502,
-                    )
-                # Unbuffered: what progress reported is in the file, even if the process dies next.
-                hashing = _Hashing(hashed)
-                try:
-                    with open(partial, mode, buffering=0) as out:
-                        for block in response.iter_bytes():  # as it arrives: a cut loses nothing received
-                            if cancelled():
-                                raise PullCancelled(what)
-                            out.write(block)
-                            hashing.update(block)
-                            have += len(block)
-                            progress(digest, size, have)
-                finally:
-                    hashed = hashing.finish()
+            if response.status == 200 and have:
+                hashed, have = hashlib.sha256(), 0  # no ranges here: from the start
+                mode = "wb"
+            elif response.status in (200, 206):
+                mode = "ab"
+            else:
+                raise PullError("registry_error", f"The registry answered {response.status} for {what}.", status=502)
+            # Unbuffered: what progress reported is in the file, even if the process dies next.
+            hashing = _Hashing(hashed)
+            try:
+                with open(partial, mode, buffering=0) as out:
+                    # One read each (read1): what has arrived is written, even if the rest never comes.
+                    while block := response.read1(READ, decode_content=False):
+                        if cancelled():
+                            raise PullCancelled(what)
+                        out.write(block)
+                        hashing.update(block)
+                        have += len(block)
+                        progress(digest, size, have)
+            finally:
+                hashed = hashing.finish()
         except OSError as exc:
+            response.close()
             if (full := store.disk_full(exc)) is not None:
                 partial.unlink(missing_ok=True)
                 raise full from exc
             raise
+        except BaseException:
+            response.close()  # part of the body unread: the connection cannot serve another request
+            raise
+        response.release_conn()
     try:
         check_digest(digest, hashed.hexdigest(), what)
     except PullError:
@@ -140,7 +141,6 @@ def _fetch(
 
 
 def fetch(
-    client: httpx.Client,
     url: str,
     *,
     digest: str,
@@ -163,7 +163,6 @@ def fetch(
             ) from None
         try:
             return _fetch(
-                client,
                 url,
                 digest=digest,
                 size=size,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from infra.pull import blobs, store
+from infra.pull import blobs, net, store
 from infra.pull.errors import PullCancelled, PullError
 from infra.pull.names import OllamaName
 
@@ -120,7 +120,7 @@ def pull(
     """
     base = registry_url(name, registry)
     own = client is None
-    client = client or httpx.Client(follow_redirects=True, timeout=httpx.Timeout(30.0, connect=10.0))
+    client = client or net.client()
     partial: Path | None = None
     try:
         status("pulling manifest")
@@ -144,7 +144,6 @@ def pull(
             elif layer is model_layer:
                 try:
                     blobs.fetch(
-                        client,
                         url,
                         digest=digest,
                         size=size,
@@ -153,7 +152,7 @@ def pull(
                         progress=progress,
                         cancelled=cancelled,
                     )
-                except httpx.HTTPError as exc:
+                except net.BodyError as exc:
                     if cancelled():  # stopped while the download waited: a cancel, not an outage
                         raise PullCancelled(name.short) from exc
                     raise unreachable(url, exc) from exc

@@ -8,7 +8,7 @@ from huggingface_hub import HfApi, hf_hub_url
 from huggingface_hub.errors import HfHubHTTPError
 from huggingface_hub.utils import build_hf_headers
 
-from infra.pull import hf, oci
+from infra.pull import hf, net, oci
 from infra.pull.errors import PullError
 from infra.pull.names import HfName, OllamaName, parse
 
@@ -36,7 +36,7 @@ def _range(client: httpx.Client, url: str, limit: int, what: str, headers: dict 
 def head(name: str, *, registry: str, hf_endpoint: str | None = None, limit: int = HEAD_BYTES) -> tuple[int, bytes]:
     """(the model file's size, its first `limit` bytes); PullError as a pull would raise it."""
     parsed = parse(name)
-    with httpx.Client(follow_redirects=True, timeout=httpx.Timeout(30.0, connect=10.0)) as client:
+    with net.client() as client:
         if isinstance(parsed, OllamaName):
             base = oci.registry_url(parsed, registry)
             body = oci.manifest(client, base, parsed)
