@@ -85,6 +85,23 @@ def test_full_text_leaves_out_words_most_chunks_have_once_there_are_enough_chunk
     assert set(fulltext.search("the house", [collection.id], 50)) == set(everything)
 
 
+def test_full_text_finds_a_small_collections_match_below_many_better_ones_elsewhere(db, monkeypatch):
+    """SQLite ranks every collection's matches first and keeps the asked collection's among the
+    best limit x OVERFETCH; when too few are there, it ranks again over the asked collection."""
+    ada, bob = factories.user("ada"), factories.user("bob")
+    small = services.collection_create(owner=ada, name="Small")
+    large = services.collection_create(owner=bob, name="Large")
+    elsewhere = add_chunks(large, [(f"boiler boiler boiler note {i}", unit(1, 0)) for i in range(12)])
+    (mine,) = add_chunks(small, [("The boiler was serviced in May.", unit(0, 1))])
+    monkeypatch.setattr(fulltext, "OVERFETCH", 2)
+
+    assert fulltext.search("boiler", [small.id], 3) == [mine.id]  # the 6 best are all elsewhere
+    best = fulltext.search("boiler", [large.id], 3)  # the first ranking is enough here
+    assert len(best) == 3 and set(best) <= {c.id for c in elsewhere}
+    both = fulltext.search("boiler", [small.id, large.id], 50)
+    assert len(both) == 13 and both[-1] == mine.id
+
+
 def test_fusion_puts_a_chunk_both_searches_found_first_and_reads_only_the_asked_collection(db):
     ada, bob = factories.user("ada"), factories.user("bob")
     mine = services.collection_create(owner=ada, name="Mine")
