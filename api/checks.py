@@ -250,6 +250,17 @@ def output_spec(schema: dict | None, tools: tuple[dict, ...], choice: str | None
     return OutputSpec(schema=schema, tools=tools, tool_choice=choice or "auto", parallel=parallel is not False)
 
 
+def check_collections(ids) -> list[int] | None:
+    """Our extension `collections` (both APIs): ids of document collections the answer is drawn
+    from, None when not asked. Each is checked readable by the key's person when the answer is
+    stored (inference.services.chat_documents.readable_choice: a 404 otherwise)."""
+    if ids is None:
+        return None
+    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise bad_request("collections must be a list of collection ids (integers).", "collections", "invalid_type")
+    return ids
+
+
 def client_name(headers) -> str:
     """The dashboard's tag for a request: X-Client-Name, else the User-Agent's product, else "api".
 

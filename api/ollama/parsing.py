@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from api import checks
 from api.checks import check_model, check_schema, output_spec, parse_messages, parse_tools, tool_choice
 from api.errors import bad_request
 from inference.engine.tools import OutputSpec
@@ -62,6 +63,7 @@ class OllamaRequest:
     options: dict = field(default_factory=dict)
     stream: bool = True
     output: OutputSpec | None = None
+    collections: list[int] | None = None  # document collections the answer is drawn from (HomeAI's extension)
     tools_note: str = ""  # "5 of 36 offered" when the tools were more than the model can use (answers.fit_tools)
     # No messages, or an empty prompt: Ollama's way to load (keep_alive=0: unload) a model.
     load_only: str | None = None
@@ -126,6 +128,16 @@ def _refuse(data: dict, names: tuple[str, ...]) -> None:
     for name in names:
         if data.get(name):
             raise bad_request(reasons[name], name, "unsupported_parameter")
+
+
+def _collections(data: dict) -> list[int] | None:
+    """HomeAI's `collections`, as on /v1/chat/completions: from the body, or from options, which
+    Ollama's clients pass through as they are (ollama.chat(..., options={"collections": [3]}))
+    where they have no field of their own to send. Called once options is known to be an object."""
+    ids = data.get("collections")
+    if ids is None:
+        ids = (data.get("options") or {}).get("collections")
+    return checks.check_collections(ids)
 
 
 def _stream(data: dict) -> bool:
@@ -211,6 +223,7 @@ def parse_chat(data: dict, *, models: dict[str, str]) -> OllamaRequest:
         options=options,
         stream=stream,
         output=output_spec(_format(data), tools, tool_choice(choice, tools, reset=reset, messages=messages), None),
+        collections=_collections(data),
         keep_alive_s=parse_keep_alive(data),
     )
 
@@ -229,6 +242,14 @@ def parse_generate(data: dict, *, models: dict[str, str]) -> OllamaRequest:
     if system is not None and not isinstance(system, str):
         raise bad_request("system must be a string.", "system", "invalid_type")
     raw = data.get("raw") is True
+    collections = _collections(data)
+    if raw and collections:
+        raise bad_request(
+            "collections cannot be used with raw: a raw prompt is sent as it is, and an answer from "
+            "collections has its sources written into the question.",
+            "collections",
+            "unsupported_parameter",
+        )
     messages = None
     if not raw:
         messages = ([{"role": "system", "content": system}] if system and system.strip() else []) + [
@@ -243,5 +264,6 @@ def parse_generate(data: dict, *, models: dict[str, str]) -> OllamaRequest:
         options=options,
         stream=stream,
         output=output_spec(_format(data), (), "auto", None),
+        collections=collections,
         keep_alive_s=parse_keep_alive(data),
     )

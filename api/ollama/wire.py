@@ -11,6 +11,7 @@ from django.http import JsonResponse
 
 from api.errors import ApiError
 from api.ollama.parsing import OllamaRequest
+from api.openai.wire import sources_fields
 from inference.engine.tools import answer_calls
 
 
@@ -76,6 +77,7 @@ class OllamaWire:
             out.update(durations(done.get("metrics") or {}))
             if done.get("status") == "cancelled":
                 out["homeai_status"] = "cancelled"
+            out.update(sources_fields(done))  # the same homeai_sources as /v1's answers
         return out
 
     def start(self) -> bytes:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from api import checks
 from api.checks import check_model, check_schema, output_spec, parse_messages, parse_tools, tool_choice
 from api.errors import bad_request
 from inference.engine.tools import OutputSpec
@@ -167,16 +168,5 @@ def parse_request(data: dict, *, chat: bool, models: dict[str, str]) -> Completi
         stream=stream,
         include_usage=include_usage,
         output=output,
-        collections=_collections(data) if chat else None,
+        collections=checks.check_collections(data.get("collections")) if chat else None,
     )
-
-
-def _collections(data: dict) -> list[int] | None:
-    """Our extension `collections`: ids of document collections the answer is drawn from (each
-    checked readable by the key's person when the answer is stored: 404 otherwise)."""
-    ids = data.get("collections")
-    if ids is None:
-        return None
-    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-        raise bad_request("collections must be a list of collection ids (integers).", "collections", "invalid_type")
-    return ids

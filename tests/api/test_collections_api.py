@@ -5,9 +5,11 @@ download from a private collection (404: it does not exist for them)."""
 from __future__ import annotations
 
 import io
+import json
 import re
 
 import httpx
+import ollama
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
@@ -16,6 +18,7 @@ from documents import services
 from documents.models import Collection
 from inference import metrics
 from inference.models import Generation
+from tests.api.test_openai_api import MODEL
 from tests.documents import files
 from tests.support import wait_until
 
@@ -125,6 +128,22 @@ def retrieve_count() -> float:
     return sum(float(n) for n in counts)
 
 
+def cites_the_lease(client: httpx.Client, sources: list[dict], collection: Collection) -> dict:
+    """An answer's `homeai_sources` (the first answer of the test): numbered from 1, the ones
+    stored on the answer, the PDF's page 3 among them with the file's API link, which downloads
+    it. Returns that source."""
+    assert [s["n"] for s in sources] == list(range(1, len(sources) + 1))
+    lease = next(s for s in sources if s["page"] == 3)
+    assert (lease["path"], lease["collection"]) == ("lease.pdf", collection.id)
+    assert "1200 euros" in lease["text"]
+    assert lease["file"] == f"/v1/collections/{collection.id}/documents/{lease['document']}/file"
+    assert client.get(lease["file"]).content.startswith(b"%PDF")
+    generation = Generation.objects.get()
+    assert generation.collections == [collection.id] and generation.retrieve_ms > 0
+    assert [s["chunk"] for s in generation.sources] == [s["chunk"] for s in sources]
+    return lease
+
+
 def test_a_chat_completion_is_drawn_from_a_collection_named_in_the_request(people):
     """The extension field `collections` on /v1/chat/completions: the answer's retrieve phase
     finds the PDF's page 3, its sources come back in `homeai_sources` with the file's API link;
@@ -136,17 +155,8 @@ def test_a_chat_completion_is_drawn_from_a_collection_named_in_the_request(peopl
 
     assert answered.status_code == 200, answered.text
     body = answered.json()
-    sources = body["homeai_sources"]
-    assert [s["n"] for s in sources] == list(range(1, len(sources) + 1))
-    lease = next(s for s in sources if s["page"] == 3)
-    assert (lease["path"], lease["collection"]) == ("lease.pdf", collection.id)
-    assert "1200 euros" in lease["text"]
-    assert lease["file"] == f"/v1/collections/{collection.id}/documents/{lease['document']}/file"
-    assert ada.get(lease["file"]).content.startswith(b"%PDF")
+    lease = cites_the_lease(ada, body["homeai_sources"], collection)
     assert body["timings"]["retrieve_ms"] > 0
-    generation = Generation.objects.get()
-    assert generation.collections == [collection.id] and generation.retrieve_ms > 0
-    assert [s["chunk"] for s in generation.sources] == [s["chunk"] for s in sources]
     # /metrics: the phase's histogram (counted by the worker just after it sent the answer).
     assert wait_until(lambda: retrieve_count() >= 1, timeout=60)
 
@@ -161,3 +171,62 @@ def test_a_chat_completion_is_drawn_from_a_collection_named_in_the_request(peopl
     assert Generation.objects.filter(user__username="bob").count() == 0
     bad = ada.post("/v1/chat/completions", json={**ask, "collections": "all"})
     assert (bad.status_code, bad.json()["error"]["param"]) == (400, "collections")
+
+
+def test_an_ollama_chat_and_generate_are_drawn_from_a_collection_named_in_the_request(people, live_server_url):
+    """The same `collections` on Ollama's /api/chat and /api/generate: the sources come back as
+    `homeai_sources` on the answer's done line, the same objects as /v1's; another person's
+    collection is Ollama's 404 and nothing is stored; a bad value a 400 that names the field.
+    The official `ollama` client has no field of its own for it and passes options through as they
+    are: options.collections works, and the client reads the answer with our extra field."""
+    ada, bob, collection = people
+    question = [{"role": "user", "content": "How much was the deposit?"}]
+    ask = {"model": MODEL, "messages": question, "options": {"num_predict": 8}, "stream": False}
+
+    answered = ada.post("/api/chat", json={**ask, "collections": [collection.id]}, timeout=600)
+
+    assert answered.status_code == 200, answered.text
+    body = answered.json()
+    assert body["done"] and body["message"]["role"] == "assistant"
+    lease = cites_the_lease(ada, body["homeai_sources"], collection)
+
+    # Streamed: only the done line carries the sources; /api/generate (through the chat template) too.
+    with ada.stream(
+        "POST", "/api/chat", json={**ask, "stream": True, "collections": [collection.id]}, timeout=600
+    ) as streamed:
+        lines = [json.loads(line) for line in streamed.iter_lines() if line]
+    assert [line["done"] for line in lines] == [False] * (len(lines) - 1) + [True]
+    assert [("homeai_sources" in line) for line in lines] == [line["done"] for line in lines]
+    assert lines[-1]["homeai_sources"][0]["collection"] == collection.id
+    prompt = {"model": MODEL, "prompt": "How much was the deposit?", "options": {"num_predict": 8}, "stream": False}
+    generated = ada.post("/api/generate", json={**prompt, "collections": [collection.id]}, timeout=600).json()
+    assert any(s["page"] == 3 for s in generated["homeai_sources"]) and generated["response"]
+    plain = ada.post("/api/chat", json=ask, timeout=600).json()
+    assert plain["done"] and "homeai_sources" not in plain
+
+    # The official client: collections through its options; its answers still parse.
+    client = ollama.Client(host=live_server_url, headers={"Authorization": ada.headers["Authorization"]}, timeout=600)
+    options = {"num_predict": 8, "collections": [collection.id]}
+    reply = client.chat(model=MODEL, messages=question, options=options)
+    assert reply.done and reply.message.role == "assistant"
+    assert any(s["page"] == 3 for s in Generation.objects.latest("id").sources)
+    parts = list(client.chat(model=MODEL, messages=question, options=options, stream=True))
+    assert [p.done for p in parts] == [False] * (len(parts) - 1) + [True]
+    assert Generation.objects.latest("id").collections == [collection.id]
+
+    stored = Generation.objects.count()
+    refused = bob.post("/api/chat", json={**ask, "collections": [collection.id]})
+    assert refused.status_code == 404, refused.text
+    assert refused.json() == {"error": "No such collection, or it is not shared with you."}
+    assert bob.get(lease["file"]).status_code == 404
+    bob_client = ollama.Client(host=live_server_url, headers={"Authorization": bob.headers["Authorization"]})
+    with pytest.raises(ollama.ResponseError) as caught:
+        bob_client.chat(model=MODEL, messages=question, options=options)
+    assert caught.value.status_code == 404 and "not shared with you" in caught.value.error
+    assert bob.post("/api/generate", json={**prompt, "collections": [collection.id]}).status_code == 404
+    for bad in ("all", [str(collection.id)]):
+        for path, request in (("/api/chat", ask), ("/api/generate", prompt)):
+            response = ada.post(path, json={**request, "collections": bad})
+            assert response.status_code == 400, response.text
+            assert response.json() == {"error": "collections must be a list of collection ids (integers)."}
+    assert Generation.objects.count() == stored and not Generation.objects.filter(user__username="bob").exists()

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
+import ollama
 import pytest
 
 from api.errors import ApiError
 from api.ollama import wire as ollama_wire
 from api.ollama.parsing import parse_chat, parse_generate
 from api.ollama.wire import OllamaWire
-from api.openai.wire import VisibleText, finish_reason, status_fields
+from api.openai.parsing import parse_request
+from api.openai.wire import VisibleText, finish_reason, sources_fields, status_fields
 
 MODELS = {"model.gguf": "model.gguf"}
 METRICS = {
@@ -151,3 +155,74 @@ def test_streamed_text_stops_at_a_tool_call_and_the_rest_is_sent_at_the_end():
     plain = VisibleText(tools=True)
     plain.feed("a <tool")
     assert plain.rest("a <tool_c", []) == "<tool_c"  # not a call after all: all of it is content
+
+
+ASK = [{"role": "user", "content": "How much was the deposit?"}]
+SOURCE = {
+    "n": 1,
+    "collection": 3,
+    "document": 17,
+    "chunk": 42,
+    "path": "lease.pdf",
+    "page": 3,
+    "section": "Parties",
+    "text": "The deposit is 1200 euros, paid in May.",
+    "file": "/documents/3/files/17#page=3",  # the Documents page's link, as stored
+}
+
+
+def test_collections_are_read_from_the_body_or_from_options_as_ollama_clients_pass_them():
+    assert parse_chat({"messages": ASK, "collections": [3, 4]}, models=MODELS).collections == [3, 4]
+    from_options = parse_chat({"messages": ASK, "options": {"collections": [5], "temperature": 0}}, models=MODELS)
+    assert from_options.collections == [5] and from_options.options == {"temperature": 0}
+    both = parse_chat({"messages": ASK, "collections": [3], "options": {"collections": [5]}}, models=MODELS)
+    assert both.collections == [3]  # the body's own field wins
+    assert parse_chat({"messages": ASK}, models=MODELS).collections is None
+    assert parse_generate({"prompt": "Deposit?", "collections": [3]}, models=MODELS).collections == [3]
+    assert parse_generate({"prompt": "1, 2,", "raw": True, "collections": []}, models=MODELS).collections == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"collections": "all"}, {"collections": [3, "4"]}, {"collections": [True]}, {"options": {"collections": 3}}],
+)
+def test_a_bad_collections_value_is_refused_as_on_the_openai_api(body):
+    with pytest.raises(ApiError) as ollama_side:
+        parse_chat({"messages": ASK, **body}, models=MODELS)
+    with pytest.raises(ApiError) as generate_side:
+        parse_generate({"prompt": "Deposit?", **body}, models=MODELS)
+    openai_body = {"collections": body.get("collections", body.get("options", {}).get("collections"))}
+    with pytest.raises(ApiError) as openai_side:
+        parse_request({"messages": ASK, **openai_body}, chat=True, models=MODELS)
+    for caught in (ollama_side, generate_side, openai_side):
+        assert (caught.value.status, caught.value.param, caught.value.code) == (400, "collections", "invalid_type")
+        assert caught.value.message == "collections must be a list of collection ids (integers)."
+    response = ollama_wire.error_response(ollama_side.value)
+    assert json.loads(response.content) == {"error": "collections must be a list of collection ids (integers)."}
+
+
+def test_a_raw_generate_cannot_draw_on_collections():
+    with pytest.raises(ApiError) as caught:
+        parse_generate({"prompt": "1, 2,", "raw": True, "collections": [3]}, models=MODELS)
+    assert (caught.value.status, caught.value.param) == (400, "collections") and "raw" in caught.value.message
+
+
+def test_the_done_line_carries_the_same_sources_as_the_openai_answer_and_the_ollama_client_reads_it():
+    done = {"status": "done", "metrics": METRICS, "sources": [SOURCE]}
+    expected = sources_fields(done)["homeai_sources"]
+    assert expected[0]["file"] == "/v1/collections/3/documents/17/file"  # the file through the API
+    chat = OllamaWire(parse_chat({"messages": ASK, "collections": [3]}, models=MODELS))
+    body = chat.body("1200 euros [1].", done)
+    assert body["homeai_sources"] == expected
+    assert ollama.ChatResponse(**body).message.content == "1200 euros [1]."
+
+    lines = [json.loads(line) for line in chat.end(done, "1200 euros", []).splitlines()]
+    assert [("homeai_sources" in line, line["done"]) for line in lines] == [(False, False), (True, True)]
+    assert lines[-1]["homeai_sources"] == expected
+    assert [ollama.ChatResponse(**line).done for line in lines] == [False, True]
+    assert b"homeai_sources" not in chat.text("1200")
+
+    generate = OllamaWire(parse_generate({"prompt": "Deposit?", "collections": [3]}, models=MODELS))
+    answered = generate.body("1200 euros [1].", done)
+    assert answered["homeai_sources"] == expected and ollama.GenerateResponse(**answered).done
+    assert "homeai_sources" not in chat.body("Hello", {"status": "done", "metrics": METRICS, "sources": []})
