@@ -1,5 +1,6 @@
-"""What every HomeAI socket does first: refuse anonymous users, join one group, watch workers;
-and what it does last: close when its session signs out, or its person signs out everywhere."""
+"""What every HomeAI socket does first: refuse anonymous users (and those the page's own check
+turns away), join one group, watch workers; and what it does last: close when its session signs
+out, or its person signs out everywhere."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from inference import broadcast, events, watchdog
 
 SIGNED_OUT = 4401  # the close code for "sign in again" (the page's reconnect loop stops on it)
 TOO_MANY = 4429  # the close code for "this person has as many sockets open as they may"
+NOT_FOUND = 4404  # the close code for "no such thing, or not this person's to watch"
 
 _open_sockets: Counter[int] = Counter()  # this process's open sockets, per person
 
@@ -44,10 +46,18 @@ class SignedInGroupConsumer(AsyncJsonWebsocketConsumer):
     def group_for(self, user) -> str:
         raise NotImplementedError
 
+    async def admitted(self, user) -> bool:
+        """Whether this signed-in person may watch what the socket's path names (a collection they
+        read, say); one who may not is refused as anonymous users are, before the handshake ends."""
+        return True
+
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=SIGNED_OUT)
+            return
+        if not await self.admitted(user):
+            await self.close(code=NOT_FOUND)
             return
         if _open_sockets[user.id] >= settings.HOMEAI_MAX_SOCKETS_PER_PERSON:
             # Accepted to be told why, then closed: a refused handshake would tell the page

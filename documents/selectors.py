@@ -98,6 +98,12 @@ def job_progress(job: IndexJob) -> dict:
     }
 
 
+def index_state(collection: Collection) -> dict:
+    """The collection's latest job's progress, or status "never" before its first."""
+    job = latest_job(collection)
+    return job_progress(job) if job else {"job": None, "status": "never"}
+
+
 @dataclass(frozen=True)
 class Hit:
     chunk: Chunk

@@ -6,6 +6,7 @@ Three streams (the README's WebSocket contract):
 - `conversation.*`: replies to the chat socket that asked: the branch now on show, the settings.
 - `request.*`, `engine.steps`, `system.status`: the dashboard's feed, metrics and user names
   but never message text, so every signed-in viewer may have them.
+- `index.progress`: a collection's indexing, for those who may read the collection (its page).
 
 Readers compare `event["type"]` with the constants here, never with a string of their own.
 """
@@ -36,6 +37,8 @@ REQUEST_UPDATE = "request.update"
 REQUEST_DONE = "request.done"
 ENGINE_STEPS = "engine.steps"
 SYSTEM_STATUS = "system.status"
+
+INDEX_PROGRESS = "index.progress"
 
 GONE_MESSAGE = "The answer was deleted."
 UNWRITTEN_MESSAGE = "The answer could not be written."
@@ -195,3 +198,11 @@ def engine_steps(worker: str, steps: list[dict]) -> dict:
 
 def system_status(snapshot: dict) -> dict:
     return {"type": SYSTEM_STATUS, **snapshot}
+
+
+# --- a collection's indexing, for its readers ----------------------------------------------------
+
+
+def index_progress(state: dict) -> dict:
+    """A collection's indexing as it stands (documents.selectors.index_state's shape)."""
+    return {"type": INDEX_PROGRESS, **state}

@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
@@ -67,6 +69,16 @@ def no_failed_sign_ins():
     wipe()
     yield
     wipe()
+
+
+@pytest.fixture
+def folder():
+    """A fresh folder inside the documents folder, removed afterwards."""
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    path = settings.HOMEAI_DOCUMENTS_DIR / name
+    path.mkdir(parents=True)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -177,10 +177,11 @@ def session_cookie(user) -> str:
 
 
 class ChatSocket:
-    """A browser-like client of /ws/chat/: session cookie and Origin header included."""
+    """A browser-like client of /ws/chat/ (or another socket's path): session cookie and Origin
+    header included."""
 
-    def __init__(self, base_url: str, session_id: str | None, origin: str | None = None):
-        ws_url = base_url.replace("http://", "ws://") + "/ws/chat/"
+    def __init__(self, base_url: str, session_id: str | None, origin: str | None = None, path: str = "/ws/chat/"):
+        ws_url = base_url.replace("http://", "ws://") + path
         headers = {"Origin": origin or base_url}
         if session_id:
             headers["Cookie"] = f"sessionid={session_id}"

@@ -185,11 +185,6 @@ def document_file(request: HttpRequest, collection_id: int, document_id: int) ->
     return folders.file_response(handle, path)
 
 
-def _state(collection) -> dict:
-    job = selectors.latest_job(collection)
-    return selectors.job_progress(job) if job else {"job": None, "status": "never"}
-
-
 @csrf_exempt
 @never_cache
 async def index(request: HttpRequest, collection_id: int) -> HttpResponse:
@@ -201,11 +196,11 @@ async def index(request: HttpRequest, collection_id: int) -> HttpResponse:
 
         def act() -> tuple[dict, int]:
             if request.method == "GET":
-                return _state(selectors.collection_for_reader(user, collection_id)), 200
+                return selectors.index_state(selectors.collection_for_reader(user, collection_id)), 200
             collection = selectors.collection_for_owner(user, collection_id)
             if request.method == "DELETE":
                 services.index_job_cancel(collection=collection)
-                return _state(collection), 200
+                return selectors.index_state(collection), 200
             name = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
             holders = set(serving_state().holders.get(name, []))
             job, new = services.index_job_start(user=user, collection=collection, live_workers=holders)

@@ -1,5 +1,6 @@
 """The documents pages: a person's readable collections and a new one; a collection's files,
-uploads, and its indexing (start, cancel, progress: the page reloads itself while a job runs)."""
+uploads, and its indexing (start, cancel, progress: live over the collection's socket,
+dashboard/documents/consumers.py; without script the page reloads itself while a job runs)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from dashboard.documents.forms import CollectionForm
 from documents import folders, selectors, services
 from documents.models import Document, IndexJob
+from inference import broadcast, events
 from inference.catalog import catalog
 from inference.dispatch import registry
 from infra.errors import ClientError
@@ -25,6 +27,12 @@ def _readable(request: HttpRequest, collection_id: int):
         return selectors.collection_for_reader(request.user, collection_id)
     except ClientError:
         raise Http404(_("No such collection, or it is not shared with you.")) from None
+
+
+def _tell_watchers(job: IndexJob) -> None:
+    """A job as this page left it (queued, or cancelled before it ran) to everyone watching the
+    collection's page; a running job's worker tells them the rest."""
+    broadcast.publish_collection(job.collection_id, [events.index_progress(selectors.job_progress(job))])
 
 
 def _owned(request: HttpRequest, collection_id: int):
@@ -72,6 +80,7 @@ def collection(request: HttpRequest, collection_id: int) -> HttpResponse:
         "job": job,
         "progress": selectors.job_progress(job) if job else None,
         "running": job is not None and job.status in IndexJob.ACTIVE,
+        "ws_path": f"/ws/documents/{found.id}/",
         "max_mb": settings.HOMEAI_DOCUMENT_MAX_MB,
     }
     return render(request, "documents/collection.html", context)
@@ -101,6 +110,8 @@ def index(request: HttpRequest, collection_id: int) -> HttpResponse:
     name = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
     holders = set(catalog().holders.get(name, []))
     job, new = services.index_job_start(user=request.user, collection=found, live_workers=holders)
+    if new:  # before its task is sent, so the worker's news comes after it
+        _tell_watchers(job)
     if job.status == IndexJob.Status.QUEUED:
         registry.send_index(job.id, name)
     if not holders:
@@ -113,6 +124,9 @@ def index(request: HttpRequest, collection_id: int) -> HttpResponse:
 def cancel(request: HttpRequest, collection_id: int) -> HttpResponse:
     found = _owned(request, collection_id)
     services.index_job_cancel(collection=found)
+    job = selectors.latest_job(found)
+    if job is not None and job.status not in IndexJob.ACTIVE:  # a queued one, ended now
+        _tell_watchers(job)
     messages.info(request, _("Indexing stops after the file it is reading."))
     return redirect("documents_collection", collection_id=found.id)
 

@@ -62,6 +62,31 @@
     return `${fmtNum(n)} B`;
   }
 
+  // A time left: whole seconds below 90 s, minutes below 90 min, then hours.
+  function fmtDuration(s) {
+    if (!Number.isFinite(s) || s < 0) return "–";
+    if (s < 90) return say(gettext("%(n)s s"), { n: fmtNum(Math.ceil(s)) });
+    if (s < 5400) return say(gettext("%(n)s min"), { n: fmtNum(Math.ceil(s / 60)) });
+    return say(gettext("%(n)s h"), { n: fmtNum(s / 3600, 1) });
+  }
+
+  /* rateMeter(): a function that takes successive readings of a growing count (bytes done) and
+   * returns its rate per second, each reading's rate since the one before averaged in (0.3 of the
+   * newest), so bursts and pauses do not swing it; NaN until a second reading. */
+  function rateMeter() {
+    let last = null;
+    let rate = NaN;
+    return (count) => {
+      const now = performance.now() / 1000;
+      if (last && now > last.t && count >= last.count) {
+        const instant = (count - last.count) / (now - last.t);
+        rate = Number.isFinite(rate) ? 0.7 * rate + 0.3 * instant : instant;
+      }
+      last = { t: now, count };
+      return rate;
+    };
+  }
+
   function fmtCount(n) {
     if (!isNum(n)) return "–";
     if (n >= 1e9) return say(gettext("%(n)s billion"), { n: fmtNum(n / 1e9, n >= 1e11 ? 0 : 1) });
@@ -261,7 +286,7 @@
   }
 
   window.HomeAI = Object.freeze({
-    $, el, readJson, setText, isNum, fmtNum, say, fmtMs, fmtRate, fmtInt, fmtBytes, fmtCount, copyText, copyButton,
-    fetchJson, debounce, ReconnectingSocket,
+    $, el, readJson, setText, isNum, fmtNum, say, fmtMs, fmtRate, fmtInt, fmtBytes, fmtCount, fmtDuration, rateMeter,
+    copyText, copyButton, fetchJson, debounce, ReconnectingSocket,
   });
 })();

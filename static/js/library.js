@@ -6,14 +6,14 @@
  * its box has no form, is hidden while no pull is listed, and never reloads the page). */
 (function () {
   "use strict";
-  const { el, fetchJson, fmtBytes, fmtNum, say } = HomeAI;
+  const { el, fetchJson, fmtBytes, fmtDuration, rateMeter, say } = HomeAI;
   const box = document.getElementById("pulls");
   if (!box) return;
   const form = document.getElementById("pull-form");
   const input = document.getElementById("pull-name");
   const errorLine = document.getElementById("pull-error");
   const list = document.getElementById("pull-list");
-  const samples = new Map(); // pull id -> {t, bytes, rate}: the rate is smoothed over the readings
+  const meters = new Map(); // pull id -> its rateMeter: the rate is smoothed over the readings
   const runningSeen = new Set();
   let timer = null;
 
@@ -23,25 +23,11 @@
     "writing manifest": () => gettext("Putting it in the models folder"),
   };
 
-  function duration(s) {
-    if (!Number.isFinite(s) || s < 0) return "–";
-    if (s < 90) return say(gettext("%(n)s s"), { n: fmtNum(Math.ceil(s)) });
-    if (s < 5400) return say(gettext("%(n)s min"), { n: fmtNum(Math.ceil(s / 60)) });
-    return say(gettext("%(n)s h"), { n: fmtNum(s / 3600, 1) });
-  }
-
   function progressOf(pull) {
     const total = pull.layers.reduce((sum, l) => sum + l.total, 0);
     const done = pull.layers.reduce((sum, l) => sum + l.completed, 0);
-    const now = performance.now() / 1000;
-    const last = samples.get(pull.id);
-    let rate = last ? last.rate : NaN;
-    if (last && now > last.t && done >= last.bytes) {
-      const instant = (done - last.bytes) / (now - last.t);
-      rate = Number.isFinite(rate) ? 0.7 * rate + 0.3 * instant : instant;
-    }
-    samples.set(pull.id, { t: now, bytes: done, rate });
-    return { total, done, rate };
+    if (!meters.has(pull.id)) meters.set(pull.id, rateMeter());
+    return { total, done, rate: meters.get(pull.id)(done) };
   }
 
   function row(pull) {
@@ -65,7 +51,7 @@
       const facts = [say(gettext("%(done)s of %(total)s"), { done: fmtBytes(done), total: fmtBytes(total) })];
       if (Number.isFinite(rate) && rate > 0) {
         facts.push(say(gettext("%(rate)s/s"), { rate: fmtBytes(rate) }));
-        facts.push(say(gettext("%(time)s left"), { time: duration((total - done) / rate) }));
+        facts.push(say(gettext("%(time)s left"), { time: fmtDuration((total - done) / rate) }));
       }
       item.append(el("span", "pull-bytes", facts.join(" · ")));
       if (pull.layers.length > 1) {

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import uuid
 from datetime import timedelta
 
 import pytest
@@ -24,16 +22,6 @@ from tests.documents import files
 from tests.support import wait_until
 
 EMBEDDING_MODEL = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
-
-
-@pytest.fixture
-def folder():
-    """A fresh folder inside the documents folder, removed afterwards."""
-    name = f"test-{uuid.uuid4().hex[:8]}"
-    path = settings.HOMEAI_DOCUMENTS_DIR / name
-    path.mkdir(parents=True)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def run_index(user, collection: Collection) -> IndexJob:

@@ -40,6 +40,7 @@ def test_a_person_uploads_indexes_and_reads_their_files(ada_collection):
     ada, collection = ada_collection
     page = ada.get(f"/documents/{collection.id}/").content.decode()
     assert 'data-status="done"' in page
+    assert f'data-ws-path="/ws/documents/{collection.id}/"' in page  # followed live (test_live_progress.py)
     assert "school.txt" in page and "evil.html" in page
     assert "The file is not text, whatever its name says" in page  # junk.txt's reason, as written
     assert "Letters" in ada.get("/documents/").content.decode()
