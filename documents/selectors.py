@@ -4,6 +4,7 @@ a collection one may not read is not admitted to exist)."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,6 +105,9 @@ def index_state(collection: Collection) -> dict:
     return job_progress(job) if job else {"job": None, "status": "never"}
 
 
+_NEIGHBOURS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="homeai-vectors")
+
+
 @dataclass(frozen=True)
 class Hit:
     chunk: Chunk
@@ -125,9 +129,13 @@ def search_collections(
     """search over several collections at once (the caller has checked that their reader may
     read each: readable_collections)."""
     ids = [c.id for c in collections]
+    if query_vector is None:
+        return fuse(fulltext.search(query, ids, CANDIDATES), [], ids, limit)
+    # The vectors' dot products run in a thread of their own while the database ranks the
+    # words (both let go of the GIL); their matrices are read here, in this thread's connection.
+    neighbours = _NEIGHBOURS.submit(vectors.nearest, query_vector, vectors.matrices(collections), CANDIDATES)
     text_ids = fulltext.search(query, ids, CANDIDATES)
-    vector_ids = [] if query_vector is None else [i for i, _ in vectors.search(query_vector, collections, CANDIDATES)]
-    return fuse(text_ids, vector_ids, ids, limit)
+    return fuse(text_ids, [i for i, _ in neighbours.result()], ids, limit)
 
 
 def fuse(text_ids: list[int], vector_ids: list[int], collection_ids: list[int], limit: int) -> list[Hit]:

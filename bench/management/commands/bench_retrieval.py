@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from bench import retrieval
 
-PARTS = ("indexing", "quality", "itl", "search")
+PARTS = ("indexing", "quality", "itl", "search", "retrieve")
 
 
 class Command(BaseCommand):
