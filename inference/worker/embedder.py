@@ -10,7 +10,8 @@ its scheduling), so answers being written on the same cores take what they need 
 thread has a context of its own (the weights are mapped once; a context adds its buffers), so a
 question's embedding (the retrieve phase, /v1/embeddings) never waits behind an index job's
 batch. On a 2-core box four chats' ITL p99 while a collection was indexed went from 2.07x their
-p99 before to 1.16x (manage.py bench_retrieval --parts itl, docs/performance.md)."""
+p99 before to 1.09x (1.16x while the job shared the one context; manage.py bench_retrieval
+--parts itl, docs/performance.md)."""
 
 from __future__ import annotations
 
