@@ -187,9 +187,21 @@ class StepCostModel:
 
     @property
     def per_prompt_token_ms(self) -> float | None:
-        """What one prompt token adds to a step that also decodes, attention apart; None until seen."""
+        """What one prompt token adds to a step that also decodes, attention apart; None until seen.
+
+        When the attention slope has taken a slice's whole cost (the median left is 0), the split
+        is wrong, not the token free: noise that grows as a document is read (the box getting
+        busier while its slices get deeper) tilts the slope that far, and a 0 here used to read
+        as "unknown" and held the document to min_chunk tokens a step. What a prompt token costs
+        in the recent prompt-only steps stands in then: more than the token's true share (their
+        attention is in it), so the chunk errs small, and the next mixed steps correct it."""
         costs = self._prompt_token_costs()
-        return statistics.median(costs) if costs else None
+        if not costs:
+            return None
+        per_token = statistics.median(costs)
+        if per_token <= 0 and self._per_token_alone:
+            return statistics.median(self._per_token_alone)
+        return per_token
 
     def measured_decode_ms(self, n_decode: int) -> float | None:
         """What a decode-only step of n_decode tokens costs here at the decodes' depth now (from

@@ -248,3 +248,25 @@ def test_steps_at_one_depth_teach_no_slope():
     for i in range(30):
         model.observe(n_prefill=0, n_decode=2, ms=20.0 + (i % 3), decode_cells=200 + 2 * i)
     assert model.attend_ms == 0.0
+
+
+def test_a_slope_that_takes_a_slices_whole_cost_leaves_a_prompt_token_its_price():
+    """Noise that grows as a document is read (the box getting busier while its slices get
+    deeper) can tilt the attention slope until it explains a slice's whole cost and a prompt
+    token's share reads 0. That split is wrong, and it used to read as "unknown": the document
+    went on in min_chunk slices however much room the chats left. The prompt-only steps' price
+    stands in, and the chunk fills the room by it."""
+    model = StepCostModel(target_ms=None, stall_factor=3)
+    model.observe(n_prefill=400, n_decode=0, ms=400 * 1.2)  # the chats' questions, read alone
+    for i in range(12):
+        model.observe(n_prefill=0, n_decode=3, ms=30.0, decode_cells=300 + 3 * i)
+    for depth in range(0, 1600, 100):  # each slice's cost all depth, none per token
+        chunk = 40
+        cells = cells_attended(depth, chunk)
+        model.observe(n_prefill=chunk, n_decode=3, ms=30.0 + 0.004 * cells - 2.0, decode_cells=330, prefill_cells=cells)
+    assert model.attend_ms > 0
+    assert model.per_prompt_token_ms == pytest.approx(1.2)
+    model.at(decode_cells=330, prompt_depth=200)  # a shallower prompt: room for more than min_chunk
+    chunk = model.budget(3) - 3
+    assert chunk > model.min_chunk
+    assert model.slice_cost(chunk, 200) <= model.target(3) - model.decode_cost(3) < model.slice_cost(chunk + 1, 200)

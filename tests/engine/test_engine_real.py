@@ -315,19 +315,15 @@ def test_a_stall_target_sizes_chunks_from_what_this_machine_measured():
         engine.stop()
     n = sizing["n_decode"]
     assert sizing["mode"] == "stall" and n >= 1
-    assert sizing["decode_ms"] > 0 and sizing["prompt_token_ms"] is not None
+    assert sizing["decode_ms"] > 0 and sizing["prompt_token_ms"] > 0
     assert sizing["target_ms"] == pytest.approx(2.0 * sizing["decode_ms"])
     room = sizing["target_ms"] - sizing["decode_ms"]
     # The largest slice from the prompt's depth whose cost (per token, plus the cells it
-    # attends) fits the room; at least one token. How a slice's measured cost splits between
-    # its tokens and the cells they attend moves with a busy box's noise (a full suite beside
-    # other work once put it all on the cells: 0.0 ms a token); a slice's cost is what counts.
+    # attends) fits the room; at least one token.
     per_cell = sizing["attend_us_per_cell"] / 1000
 
     def cost(c: int) -> float:
         return c * sizing["prompt_token_ms"] + per_cell * cells_attended(sizing["prompt_depth"], c)
-
-    assert cost(1) > 0
 
     fits = max((c for c in range(1, 512) if cost(c) <= room), default=1)
     assert sizing["chunk"] == pytest.approx(min(fits, 512 - n), abs=1)
