@@ -63,6 +63,15 @@ def _refuse_unsupported(data: dict, chat: bool) -> None:
             raise bad_request("suffix (fill-in-the-middle) is not supported.", "suffix", "unsupported_parameter")
         if data.get("best_of") not in (None, 1):
             raise bad_request("best_of must be 1.", "best_of", "unsupported_value")
+        if data.get("collections"):
+            # As Ollama's raw /api/generate: a completion's prompt is sent as it is, and an answer
+            # from collections has its sources written into the question.
+            raise bad_request(
+                "collections works with /v1/chat/completions: a completion's prompt is sent as it is, "
+                "and an answer from collections has its sources written into the question.",
+                "collections",
+                "unsupported_parameter",
+            )
 
 
 def _stream_fields(data: dict) -> tuple[bool, bool]:

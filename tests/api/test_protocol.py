@@ -47,6 +47,14 @@ def test_a_bad_body_names_its_param(body, param):
     assert caught.value.status == 400 and caught.value.param == param
 
 
+def test_a_completion_cannot_draw_on_collections_rather_than_ignoring_them():
+    with pytest.raises(ApiError) as caught:
+        parse_request({"prompt": "1, 2,", "collections": [3]}, chat=False, models=MODELS)
+    assert (caught.value.status, caught.value.param, caught.value.code) == (400, "collections", "unsupported_parameter")
+    assert "/v1/chat/completions" in caught.value.message
+    assert parse_request({"prompt": "1, 2,"}, chat=False, models=MODELS).collections is None
+
+
 WEATHER = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
 ASKED = [{"role": "user", "content": "Weather in Paris?"}]
 ANSWERED = [
