@@ -19,6 +19,7 @@ from django.test import Client
 from playwright.sync_api import expect, sync_playwright
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from accounts.keys import api_key_create
 from documents import selectors, services
 from documents.models import Document, IndexJob
 from homeai.routing import websocket_urlpatterns
@@ -133,6 +134,32 @@ def test_watchers_hear_a_queued_job_cancelled_from_the_page(letters):
     now, heard = async_to_sync(run)()
     assert (now["job"], now["status"]) == (queued.id, "queued")
     assert (heard["job"], heard["status"]) == (queued.id, "cancelled")
+
+
+def test_watchers_hear_a_job_started_and_cancelled_through_the_api(letters, monkeypatch):
+    """The API's POST and DELETE on /v1/collections/<id>/index tell the page as its own buttons do."""
+    ada, _bob, collection, job = letters
+    IndexJob.objects.filter(id=job.id).update(status="done")
+    monkeypatch.setattr(registry, "send_index", lambda *args, **kwargs: None)  # no worker: it stays queued
+    _, raw = api_key_create(user=ada)
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {raw}")
+
+    async def run():
+        communicator = socket(ada, collection.id)
+        connected, _ = await communicator.connect()
+        assert connected
+        now = await communicator.receive_json_from(timeout=10)
+        started = await sync_to_async(api.post)(f"/v1/collections/{collection.id}/index")
+        queued = await communicator.receive_json_from(timeout=10)
+        stopped = await sync_to_async(api.delete)(f"/v1/collections/{collection.id}/index")
+        cancelled = await communicator.receive_json_from(timeout=10)
+        await communicator.disconnect()
+        return now, (started.status_code, stopped.status_code), queued, cancelled
+
+    now, statuses, queued, cancelled = async_to_sync(run)()
+    assert (now["job"], now["status"]) == (job.id, "done") and statuses == (202, 200)
+    assert queued["status"] == "queued" and queued["job"] != job.id
+    assert (cancelled["job"], cancelled["status"]) == (queued["job"], "cancelled")
 
 
 def test_through_the_server_only_a_reader_on_this_sites_page_connects(live_server_url, make_user):
