@@ -192,9 +192,10 @@ class StepCostModel:
         When the attention slope has taken a slice's whole cost (the median left is 0), the split
         is wrong, not the token free: noise that grows as a document is read (the box getting
         busier while its slices get deeper) tilts the slope that far, and a 0 here used to read
-        as "unknown" and held the document to min_chunk tokens a step. What a prompt token costs
-        in the recent prompt-only steps stands in then: more than the token's true share (their
-        attention is in it), so the chunk errs small, and the next mixed steps correct it."""
+        as "unknown" and held the document to min_chunk tokens a step. What a prompt token cost
+        in the recent prompt-only steps stands in then: the nearest measured price (a large
+        batch's, its attention in it; a small slice's token may cost somewhat more), and the
+        next mixed steps, priced again, correct it."""
         costs = self._prompt_token_costs()
         if not costs:
             return None
