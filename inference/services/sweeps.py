@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.utils import timezone
 
+from documents import selectors as document_selectors
 from documents import services as document_services
+from documents.models import IndexJob
 from inference import broadcast, events
 from inference.dispatch import registry
 from inference.metrics import record_generation
@@ -40,6 +42,7 @@ class SweepMemory:
     missing: dict[str, float] = field(default_factory=dict)  # see generations_interrupt_orphans
     redis_failed: bool = False  # Redis failed since the last resend: its queue may be gone
     rescan_checked: float = float("-inf")  # when documents_rescan last looked (monotonic)
+    index_missing: dict[str, float] = field(default_factory=dict)  # see documents_resume_orphans
 
 
 def sweep(memory: SweepMemory) -> None:
@@ -61,7 +64,48 @@ def sweep(memory: SweepMemory) -> None:
         memory.redis_failed = False
     else:
         generations_resend_stale(workers=workers, resent=memory.resent)
+    documents_resume_orphans(workers=workers, missing=memory.index_missing)
     documents_rescan(workers=workers, memory=memory)
+
+
+def _gone(absent: set[str], missing: dict[str, float]) -> list[str]:
+    """The absent workers whose heartbeat has been missing for a whole TTL of this sweeper's own
+    readings, not at the first reading without it: a Redis restart loses every heartbeat, and
+    the living workers write theirs again within a quarter of the TTL. `missing` (worker -> when
+    first seen missing, monotonic) is the caller's memory; workers back again leave it."""
+    now = time.monotonic()
+    for name in set(missing) - absent:
+        del missing[name]
+    return [name for name in absent if now - missing.setdefault(name, now) >= settings.HOMEAI_WORKER_TTL]
+
+
+def _embedding_holders(workers: dict[str, dict]) -> tuple[str, set[str]]:
+    """The embedding model's name, and the live workers whose heartbeat says they hold it."""
+    name = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
+    return name, {w for w, beat in workers.items() if any(m.get("name") == name for m in beat.get("models") or [])}
+
+
+def documents_resume_orphans(*, workers: dict[str, dict], missing: dict[str, float]) -> list[int]:
+    """An index job whose worker died goes on without anyone pressing Index again: once that
+    worker has been gone for a whole TTL (as for answers), the job ends as interrupted and a new
+    one starts from the files already committed (documents.services.index_job_start), sent to a
+    worker that holds the embedding model and told to the collection's page. With no such
+    worker alive the job is left as it is for a later look. Returns the new jobs' ids."""
+    running = IndexJob.objects.filter(status=IndexJob.Status.RUNNING).exclude(worker__in=list(workers))
+    gone = _gone(set(running.values_list("worker", flat=True).distinct()), missing)
+    name, holders = _embedding_holders(workers)
+    if not gone or not holders:
+        return []
+    resumed = []
+    for job in running.filter(worker__in=gone).select_related("collection", "requested_by"):
+        new_job, _new = document_services.index_job_start(
+            user=job.requested_by, collection=job.collection, live_workers=holders
+        )
+        broadcast.publish_index_state(document_selectors.job_progress(new_job))
+        if new_job.status == IndexJob.Status.QUEUED:
+            registry.send_index(new_job.id, name)
+            resumed.append(new_job.id)
+    return resumed
 
 
 def documents_rescan(*, workers: dict[str, dict], memory: SweepMemory) -> list[int]:
@@ -72,8 +116,7 @@ def documents_rescan(*, workers: dict[str, dict], memory: SweepMemory) -> list[i
     if minutes <= 0 or now - memory.rescan_checked < RESCAN_CHECK_S:
         return []
     memory.rescan_checked = now
-    name = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
-    holders = {w for w, beat in workers.items() if any(m.get("name") == name for m in beat.get("models") or [])}
+    name, holders = _embedding_holders(workers)
     jobs = document_services.index_jobs_rescan(minutes=minutes, live_workers=holders)
     for job in jobs:
         registry.send_index(job.id, name)
@@ -88,12 +131,8 @@ def generations_interrupt_orphans(*, workers: dict[str, dict], missing: dict[str
     heartbeat, and the living workers write theirs again within a quarter of the TTL.
     `missing` (worker -> when first seen missing, monotonic) is the caller's memory.
     """
-    now = time.monotonic()
     running = Generation.objects.filter(status=Generation.Status.RUNNING).exclude(worker__in=list(workers))
-    absent = set(running.values_list("worker", flat=True).distinct())
-    for name in set(missing) - absent:
-        del missing[name]
-    gone = [name for name in absent if now - missing.setdefault(name, now) >= settings.HOMEAI_WORKER_TTL]
+    gone = _gone(set(running.values_list("worker", flat=True).distinct()), missing)
     if not gone:
         return []
     orphans = running.filter(worker__in=gone).select_related("user", "message")

@@ -8,6 +8,8 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from documents import services as document_services
+from documents.models import IndexJob
 from inference.dispatch import registry
 from inference.models import Generation, Message
 from inference.services import sweeps
@@ -173,3 +175,29 @@ def test_an_answer_for_a_model_no_living_worker_holds_waits_and_its_person_is_to
     sweeps.generations_resend_stale(workers=workers, resent={})
     sweeps.generations_notify_no_worker(workers=workers, notified=notified)
     assert sent == [queued.id] and notified == set()
+
+
+def test_an_index_job_whose_worker_died_goes_on_as_a_new_job_without_anyone_asking(db, settings, monkeypatch):
+    """Without the periodic re-scan, nothing else would notice: the job would read "running"
+    until someone pressed Index again."""
+    clock = [1000.0]
+    monkeypatch.setattr(sweeps.time, "monotonic", lambda: clock[0])
+    sent: list[int] = []
+    monkeypatch.setattr(registry, "send_index", lambda job_id, *args, **kwargs: sent.append(job_id))
+    told: list[dict] = []
+    monkeypatch.setattr(sweeps.broadcast, "publish_index_state", told.append)
+    owner = factories.user("ada")
+    collection = document_services.collection_create(owner=owner, name="Letters")
+    job = IndexJob.objects.create(collection=collection, status="running", worker="gone:1", requested_by=owner)
+    holder = {"box:2": {"models": [{"name": settings.BUNDLED_EMBEDDING_MODEL_PATH.name}]}}
+    missing: dict[str, float] = {}
+
+    assert sweeps.documents_resume_orphans(workers=holder, missing=missing) == []  # one reading: not yet gone
+    clock[0] += settings.HOMEAI_WORKER_TTL
+    assert sweeps.documents_resume_orphans(workers={}, missing=missing) == []  # gone, but no one to go on
+    assert IndexJob.objects.get(id=job.id).status == "running" and sent == []
+    [new] = sweeps.documents_resume_orphans(workers=holder, missing=missing)
+    assert IndexJob.objects.get(id=job.id).status == "interrupted"
+    assert IndexJob.objects.get(id=new).status == "queued" and IndexJob.objects.get(id=new).requested_by == owner
+    assert sent == [new] and (told[-1]["job"], told[-1]["status"]) == (new, "queued")
+    assert sweeps.documents_resume_orphans(workers=holder, missing=missing) == []  # once
