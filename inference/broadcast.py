@@ -126,15 +126,6 @@ def publish_collection(collection_id: int, events: list[dict]) -> None:
         _publish(collection_group(collection_id), {"type": COLLECTION_RELAY_TYPE, "events": events})
 
 
-def publish_index_state(state: dict) -> None:
-    """An index job's state (documents.selectors.job_progress) to everyone watching its
-    collection's page: from the worker as the job runs, and from the page and the API when one
-    is queued or cancelled before it ran."""
-    from inference.events import index_progress  # events imports the models; this module loads before them
-
-    publish_collection(state["collection"], [index_progress(state)])
-
-
 def end_session(session_key: str) -> None:
     """Close every socket of a session that signed out (they answer with close code 4401)."""
     _publish(session_group(session_key), {"type": SESSION_ENDED_TYPE})

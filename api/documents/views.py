@@ -32,7 +32,7 @@ from api.auth import api_user, authenticate
 from api.errors import ApiError, bad_request
 from documents import folders, selectors, services
 from documents.models import IndexJob
-from inference import broadcast
+from inference import broadcast, events
 from inference.dispatch import registry
 from inference.services import embeddings as embedding_service
 from infra.arrival import arrived_ns
@@ -203,13 +203,13 @@ async def index(request: HttpRequest, collection_id: int) -> HttpResponse:
                 services.index_job_cancel(collection=collection)
                 job = selectors.latest_job(collection)
                 if job is not None and job.status not in IndexJob.ACTIVE:  # a queued one, ended now
-                    broadcast.publish_index_state(selectors.job_progress(job))
+                    broadcast.publish_collection(collection.id, [events.index_progress(selectors.job_progress(job))])
                 return selectors.index_state(collection), 200
             name = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
             holders = set(serving_state().holders.get(name, []))
             job, new = services.index_job_start(user=user, collection=collection, live_workers=holders)
             if new:  # the collection's page shows it queued, as when started there
-                broadcast.publish_index_state(selectors.job_progress(job))
+                broadcast.publish_collection(collection.id, [events.index_progress(selectors.job_progress(job))])
             if job.status == IndexJob.Status.QUEUED:
                 registry.send_index(job.id, name)
             return selectors.job_progress(job), 202 if new else 200

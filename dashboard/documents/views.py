@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from dashboard.documents.forms import CollectionForm
 from documents import folders, selectors, services
 from documents.models import Document, IndexJob
-from inference import broadcast
+from inference import broadcast, events
 from inference.catalog import catalog
 from inference.dispatch import registry
 from infra.errors import ClientError
@@ -32,7 +32,7 @@ def _readable(request: HttpRequest, collection_id: int):
 def _tell_watchers(job: IndexJob) -> None:
     """A job as this page left it (queued, or cancelled before it ran) to everyone watching the
     collection's page; a running job's worker tells them the rest."""
-    broadcast.publish_index_state(selectors.job_progress(job))
+    broadcast.publish_collection(job.collection_id, [events.index_progress(selectors.job_progress(job))])
 
 
 def _owned(request: HttpRequest, collection_id: int):

@@ -101,7 +101,8 @@ def documents_resume_orphans(*, workers: dict[str, dict], missing: dict[str, flo
         new_job, _new = document_services.index_job_start(
             user=job.requested_by, collection=job.collection, live_workers=holders
         )
-        broadcast.publish_index_state(document_selectors.job_progress(new_job))
+        state = document_selectors.job_progress(new_job)
+        broadcast.publish_collection(new_job.collection_id, [events.index_progress(state)])
         if new_job.status == IndexJob.Status.QUEUED:
             registry.send_index(new_job.id, name)
             resumed.append(new_job.id)

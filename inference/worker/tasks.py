@@ -11,7 +11,7 @@ from celery.signals import celeryd_after_setup, task_prerun, worker_ready, worke
 from django.conf import settings
 
 from documents import indexing
-from inference import broadcast, model_library, probe, speech
+from inference import broadcast, events, model_library, probe, speech
 
 # Acknowledged when it starts: the database, not the broker, knows whether an answer ran.
 from inference.dispatch import pulls as pull_dispatch
@@ -68,7 +68,7 @@ def index_collection(job_id: int, model_name: str) -> None:
             job_id=job_id,
             worker=registry.worker_name(),
             embed=lambda texts: embedder.embed(model_name, texts, truncate=True, background=True).vectors,
-            report=broadcast.publish_index_state,
+            report=lambda state: broadcast.publish_collection(state["collection"], [events.index_progress(state)]),
         )
     finally:
         _indexing.release()

@@ -185,7 +185,7 @@ def test_an_index_job_whose_worker_died_goes_on_as_a_new_job_without_anyone_aski
     sent: list[int] = []
     monkeypatch.setattr(registry, "send_index", lambda job_id, *args, **kwargs: sent.append(job_id))
     told: list[dict] = []
-    monkeypatch.setattr(sweeps.broadcast, "publish_index_state", told.append)
+    monkeypatch.setattr(sweeps.broadcast, "publish_collection", lambda _collection, events: told.extend(events))
     owner = factories.user("ada")
     collection = document_services.collection_create(owner=owner, name="Letters")
     job = IndexJob.objects.create(collection=collection, status="running", worker="gone:1", requested_by=owner)
