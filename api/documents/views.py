@@ -30,11 +30,10 @@ from api import checks, errors
 from api.answers import method_not_allowed, read_body, serving_state
 from api.auth import api_user, authenticate
 from api.errors import ApiError, bad_request
-from documents import folders, selectors, services
-from documents.models import IndexJob
-from inference import broadcast, events
+from documents import folders, selectors
 from inference.dispatch import registry
 from inference.services import embeddings as embedding_service
+from inference.services import indexing
 from infra.arrival import arrived_ns
 from infra.dbthreads import kept_db
 from infra.errors import ClientError
@@ -200,18 +199,10 @@ async def index(request: HttpRequest, collection_id: int) -> HttpResponse:
                 return selectors.index_state(selectors.collection_for_reader(user, collection_id)), 200
             collection = selectors.collection_for_owner(user, collection_id)
             if request.method == "DELETE":
-                services.index_job_cancel(collection=collection)
-                job = selectors.latest_job(collection)
-                if job is not None and job.status not in IndexJob.ACTIVE:  # a queued one, ended now
-                    broadcast.publish_collection(collection.id, [events.index_progress(selectors.job_progress(job))])
+                indexing.index_cancel(collection=collection)
                 return selectors.index_state(collection), 200
-            name = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
-            holders = set(serving_state().holders.get(name, []))
-            job, new = services.index_job_start(user=user, collection=collection, live_workers=holders)
-            if new:  # the collection's page shows it queued, as when started there
-                broadcast.publish_collection(collection.id, [events.index_progress(selectors.job_progress(job))])
-            if job.status == IndexJob.Status.QUEUED:
-                registry.send_index(job.id, name)
+            holders = set(serving_state().holders.get(indexing.embedding_model(), []))
+            job, new = indexing.index_start(user=user, collection=collection, holders=holders)
             return selectors.job_progress(job), 202 if new else 200
 
         body, status = await kept_db(act)()

@@ -16,9 +16,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 from dashboard.documents.forms import CollectionForm
 from documents import folders, selectors, services
 from documents.models import Document, IndexJob
-from inference import broadcast, events
 from inference.catalog import catalog
-from inference.dispatch import registry
+from inference.services import indexing
 from infra.errors import ClientError
 
 
@@ -27,12 +26,6 @@ def _readable(request: HttpRequest, collection_id: int):
         return selectors.collection_for_reader(request.user, collection_id)
     except ClientError:
         raise Http404(_("No such collection, or it is not shared with you.")) from None
-
-
-def _tell_watchers(job: IndexJob) -> None:
-    """A job as this page left it (queued, or cancelled before it ran) to everyone watching the
-    collection's page; a running job's worker tells them the rest."""
-    broadcast.publish_collection(job.collection_id, [events.index_progress(selectors.job_progress(job))])
 
 
 def _owned(request: HttpRequest, collection_id: int):
@@ -107,13 +100,8 @@ def upload(request: HttpRequest, collection_id: int) -> HttpResponse:
 @require_POST
 def index(request: HttpRequest, collection_id: int) -> HttpResponse:
     found = _owned(request, collection_id)
-    name = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
-    holders = set(catalog().holders.get(name, []))
-    job, new = services.index_job_start(user=request.user, collection=found, live_workers=holders)
-    if new:  # before its task is sent, so the worker's news comes after it
-        _tell_watchers(job)
-    if job.status == IndexJob.Status.QUEUED:
-        registry.send_index(job.id, name)
+    holders = set(catalog().holders.get(indexing.embedding_model(), []))
+    indexing.index_start(user=request.user, collection=found, holders=holders)
     if not holders:
         messages.info(request, _("No worker with the embedding model is running; indexing starts when one does."))
     return redirect("documents_collection", collection_id=found.id)
@@ -123,10 +111,7 @@ def index(request: HttpRequest, collection_id: int) -> HttpResponse:
 @require_POST
 def cancel(request: HttpRequest, collection_id: int) -> HttpResponse:
     found = _owned(request, collection_id)
-    services.index_job_cancel(collection=found)
-    job = selectors.latest_job(found)
-    if job is not None and job.status not in IndexJob.ACTIVE:  # a queued one, ended now
-        _tell_watchers(job)
+    indexing.index_cancel(collection=found)
     messages.info(request, _("Indexing stops after the file it is reading."))
     return redirect("documents_collection", collection_id=found.id)
 

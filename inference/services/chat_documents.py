@@ -3,16 +3,15 @@ files attached to it, kept in the chat's own private collection and indexed by a
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import transaction
 from django.utils.translation import gettext
 
 from documents import retrieval
 from documents import services as document_services
-from documents.models import Collection, IndexJob
+from documents.models import Collection
 from inference.catalog import catalog
-from inference.dispatch import registry
 from inference.models import Conversation
+from inference.services import indexing
 from inference.services.conversations import own_conversation
 from infra.errors import ClientError
 
@@ -62,11 +61,8 @@ def chat_file_attach(*, user, conversation_id: int | None, name: str, chunks) ->
             conversation.files_collection = collection
             conversation.save(update_fields=["files_collection"])
     kept = document_services.upload_add(collection=collection, name=name, chunks=chunks)
-    model = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
-    holders = set(catalog().holders.get(model, []))
-    job, _new = document_services.index_job_start(user=user, collection=collection, live_workers=holders)
-    if job.status == IndexJob.Status.QUEUED:
-        registry.send_index(job.id, model)
+    holders = set(catalog().holders.get(indexing.embedding_model(), []))
+    job, _new = indexing.index_start(user=user, collection=collection, holders=holders)
     return {
         "conversation": conversation.id,
         "title": conversation.title,

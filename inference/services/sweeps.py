@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.utils import timezone
 
-from documents import selectors as document_selectors
 from documents import services as document_services
 from documents.models import IndexJob
 from inference import broadcast, events
 from inference.dispatch import registry
 from inference.metrics import record_generation
 from inference.models import Generation
+from inference.services import indexing
 
 INTERRUPTED_MESSAGE = "The worker stopped while writing this answer; the text so far is kept."
 LOST_MESSAGE = "The worker lost track of this answer; the text so far is kept."
@@ -79,10 +79,10 @@ def _gone(absent: set[str], missing: dict[str, float]) -> list[str]:
     return [name for name in absent if now - missing.setdefault(name, now) >= settings.HOMEAI_WORKER_TTL]
 
 
-def _embedding_holders(workers: dict[str, dict]) -> tuple[str, set[str]]:
-    """The embedding model's name, and the live workers whose heartbeat says they hold it."""
-    name = settings.BUNDLED_EMBEDDING_MODEL_PATH.name
-    return name, {w for w, beat in workers.items() if any(m.get("name") == name for m in beat.get("models") or [])}
+def _embedding_holders(workers: dict[str, dict]) -> set[str]:
+    """The live workers whose heartbeat says they hold the embedding model."""
+    name = indexing.embedding_model()
+    return {w for w, beat in workers.items() if any(m.get("name") == name for m in beat.get("models") or [])}
 
 
 def documents_resume_orphans(*, workers: dict[str, dict], missing: dict[str, float]) -> list[int]:
@@ -93,18 +93,13 @@ def documents_resume_orphans(*, workers: dict[str, dict], missing: dict[str, flo
     worker alive the job is left as it is for a later look. Returns the new jobs' ids."""
     running = IndexJob.objects.filter(status=IndexJob.Status.RUNNING).exclude(worker__in=list(workers))
     gone = _gone(set(running.values_list("worker", flat=True).distinct()), missing)
-    name, holders = _embedding_holders(workers)
+    holders = _embedding_holders(workers)
     if not gone or not holders:
         return []
     resumed = []
     for job in running.filter(worker__in=gone).select_related("collection", "requested_by"):
-        new_job, _new = document_services.index_job_start(
-            user=job.requested_by, collection=job.collection, live_workers=holders
-        )
-        state = document_selectors.job_progress(new_job)
-        broadcast.publish_collection(new_job.collection_id, [events.index_progress(state)])
-        if new_job.status == IndexJob.Status.QUEUED:
-            registry.send_index(new_job.id, name)
+        new_job, new = indexing.index_start(user=job.requested_by, collection=job.collection, holders=holders)
+        if new:
             resumed.append(new_job.id)
     return resumed
 
@@ -117,10 +112,11 @@ def documents_rescan(*, workers: dict[str, dict], memory: SweepMemory) -> list[i
     if minutes <= 0 or now - memory.rescan_checked < RESCAN_CHECK_S:
         return []
     memory.rescan_checked = now
-    name, holders = _embedding_holders(workers)
+    holders = _embedding_holders(workers)
     jobs = document_services.index_jobs_rescan(minutes=minutes, live_workers=holders)
     for job in jobs:
-        registry.send_index(job.id, name)
+        indexing.tell_watchers(job)
+        indexing.send(job)
     return [job.id for job in jobs]
 
 

@@ -12,7 +12,7 @@ from documents import services as document_services
 from documents.models import IndexJob
 from inference.dispatch import registry
 from inference.models import Generation, Message
-from inference.services import sweeps
+from inference.services import indexing, sweeps
 from inference.services.generations import generation_create
 from tests import factories
 
@@ -185,7 +185,7 @@ def test_an_index_job_whose_worker_died_goes_on_as_a_new_job_without_anyone_aski
     sent: list[int] = []
     monkeypatch.setattr(registry, "send_index", lambda job_id, *args, **kwargs: sent.append(job_id))
     told: list[dict] = []
-    monkeypatch.setattr(sweeps.broadcast, "publish_collection", lambda _collection, events: told.extend(events))
+    monkeypatch.setattr(indexing.broadcast, "publish_collection", lambda _collection, events: told.extend(events))
     owner = factories.user("ada")
     collection = document_services.collection_create(owner=owner, name="Letters")
     job = IndexJob.objects.create(collection=collection, status="running", worker="gone:1", requested_by=owner)
