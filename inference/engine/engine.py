@@ -285,7 +285,7 @@ class Engine:
             seq.emit(ErrorEvent(prompt.code, prompt.message))
             return
         seq.prompt_tokens = prompt.tokens
-        seq.stop_filter = StopStringFilter(tuple(seq.params.stop) + prompt.stop)
+        seq.stop_filter = StopStringFilter(tuple(seq.params.stop) + prompt.stop, prompt.hidden)
         seq.stop_tokens = prompt.stop_tokens
         if prompt.dropped_messages:
             dropped = (

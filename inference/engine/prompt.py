@@ -14,7 +14,7 @@ from typing import NoReturn, Protocol
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from inference.engine.errors import EngineError
-from inference.engine.tools import CALL_OPEN, tool_definitions, with_tools_in_system
+from inference.engine.tools import CALL_OPEN, RESPONSE_MARKUP, RESPONSE_OPEN, tool_definitions, with_tools_in_system
 
 # Gemma's turn markup: the bundled Gemma 3 base GGUF carries no chat template, and this
 # markup is what Gemma-family models (and many others) are trained to follow.
@@ -40,7 +40,15 @@ class Prompt:
     dropped_messages: int
     stop: tuple[str, ...]
     stop_tokens: frozenset[int] = frozenset()
+    hidden: tuple[str, ...] = ()  # text never shown in the answer (tools.RESPONSE_MARKUP)
     grammar: object = None  # the grammar.Grammar the answer is sampled under, if any
+
+
+def _hidden(messages: list[dict], tools: tuple[dict, ...]) -> tuple[str, ...]:
+    """The tool markup, hidden from answers in a conversation with tools or their results."""
+    if tools or any(RESPONSE_OPEN in (m.get("content") or "") for m in messages):
+        return RESPONSE_MARKUP
+    return ()
 
 
 def render_gemma(messages: list[dict]) -> str:
@@ -173,7 +181,7 @@ class PromptBuilder:
         cuts = _cut_points(turns)
         if surplus <= 0 or len(cuts) == 1:
             self._check_fits(tokens)
-            return self._prompt(tokens, 0, stop)
+            return self._prompt(tokens, 0, stop, _hidden(messages, tools))
         dropped_tokens = [0]
         for turn in turns:
             dropped_tokens.append(dropped_tokens[-1] + len(self._plain(turn["content"])))
@@ -192,10 +200,11 @@ class PromptBuilder:
                 lo = mid
         tokens, stop = found
         self._check_fits(tokens)
-        return self._prompt(tokens, cuts[hi], stop)
+        return self._prompt(tokens, cuts[hi], stop, _hidden(messages, tools))
 
-    def _prompt(self, tokens: list[int], dropped: int, stop: tuple[str, ...]) -> Prompt:
-        return Prompt(tokens=tokens, dropped_messages=dropped, stop=stop, stop_tokens=self.special_tokens(stop))
+    def _prompt(self, tokens: list[int], dropped: int, stop: tuple[str, ...], hidden=()) -> Prompt:
+        stop_tokens = self.special_tokens(stop)
+        return Prompt(tokens=tokens, dropped_messages=dropped, stop=stop, stop_tokens=stop_tokens, hidden=hidden)
 
     def tokens(self, messages: list[dict], tools: tuple[dict, ...] = ()) -> tuple[list[int], tuple[str, ...]]:
         """The conversation's prompt tokens and stop strings. The template's own text is read

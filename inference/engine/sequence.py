@@ -50,13 +50,16 @@ class StopStringFilter:
 
     1. Bytes go through an incremental UTF-8 decoder, so a character split across tokens is
        emitted once whole.
-    2. Text that could still grow into a stop string is held until it can't.
+    2. Text that could still grow into a stop string (or a hidden one) is held until it can't.
     3. When a stop string appears, the text before it is released and the sequence ends.
+    4. Hidden strings are dropped wherever they appear (the first listed wins where two start
+       at one place: list a longer one before its prefix).
     """
 
-    def __init__(self, stop: tuple[str, ...]):
+    def __init__(self, stop: tuple[str, ...], hidden: tuple[str, ...] = ()):
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._stop = tuple(s for s in stop if s)
+        self._hidden = tuple(h for h in hidden if h)
         self._held = ""
         self.stopped = False
 
@@ -67,18 +70,32 @@ class StopStringFilter:
             if idx != -1:
                 self.stopped = True
                 self._held = ""
-                return text[:idx]
-        keep = self._longest_stop_prefix_suffix(text)
-        self._held = text[len(text) - keep :] if keep else ""
-        return text[: len(text) - keep]
+                return self._unhidden(text[:idx])
+        cut = self._cut(text, len(text) - self._longest_prefix_suffix(text))
+        self._held = text[cut:]
+        return self._unhidden(text[:cut])
 
     def flush(self) -> str:
         text, self._held = self._held + self._decoder.decode(b"", final=True), ""
-        return "" if self.stopped else text
+        return "" if self.stopped else self._unhidden(text)
 
-    def _longest_stop_prefix_suffix(self, text: str) -> int:
+    def _unhidden(self, text: str) -> str:
+        for h in self._hidden:
+            text = text.replace(h, "")
+        return text
+
+    def _cut(self, text: str, cut: int) -> int:
+        """Where released text may end: not inside a hidden string (one that ends in the held
+        part is released or held whole)."""
+        for h in self._hidden:
+            start = text.find(h, max(0, cut - len(h) + 1))
+            if -1 < start < cut < start + len(h):
+                cut = start
+        return cut
+
+    def _longest_prefix_suffix(self, text: str) -> int:
         best = 0
-        for s in self._stop:
+        for s in self._stop + self._hidden:
             for n in range(min(len(s) - 1, len(text)), best, -1):
                 if text.endswith(s[:n]):
                     best = n

@@ -18,6 +18,10 @@ CALL_OPEN = "<tool_call>"
 CALL_CLOSE = "</tool_call>"
 RESPONSE_OPEN = "<tool_response>"
 RESPONSE_CLOSE = "</tool_response>"
+# A small model shown tool results often writes its answer as one more result of its own (the
+# bundled chat model began most of its answers after a call so): the tool's markup is never
+# shown as the answer's text (the longer forms first, so the line they take goes with them).
+RESPONSE_MARKUP = (f"{RESPONSE_OPEN}\n", f"\n{RESPONSE_CLOSE}", RESPONSE_OPEN, RESPONSE_CLOSE)
 MAX_PARALLEL_CALLS = 4  # a small model asked for "one or more" calls may otherwise never stop
 
 TOOLS_SYSTEM = """# Tools

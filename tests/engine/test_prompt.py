@@ -9,6 +9,7 @@ import pytest
 
 from inference.engine.errors import EngineError
 from inference.engine.prompt import GEMMA_TURN_STOPS, ChatTemplate, PromptBuilder, render_gemma
+from inference.engine.tools import RESPONSE_MARKUP, response_text
 
 BOS = 1
 
@@ -205,3 +206,12 @@ def test_a_template_that_crashes_is_a_refusal_in_words_not_an_exception():
     with pytest.raises(EngineError) as caught:
         builder.build(conversation("Hi"), reserve=10)
     assert caught.value.code == "template_error" and "TypeError" in caught.value.message
+
+
+def test_answers_in_a_conversation_with_tools_or_their_results_hide_the_tools_markup():
+    builder = PromptBuilder(WordTokenizer(), None, n_ctx=1000)
+    weather = {"name": "weather", "description": "The weather in a city.", "parameters": {"type": "object"}}
+    assert builder.build(conversation("Hi there"), reserve=10).hidden == ()
+    assert builder.build(conversation("Weather in Paris?"), reserve=10, tools=(weather,)).hidden == RESPONSE_MARKUP
+    results = conversation("Weather in Paris?", "<tool_call>…</tool_call>", response_text("18 C"))
+    assert builder.build(results, reserve=10).hidden == RESPONSE_MARKUP
