@@ -250,7 +250,7 @@ MODELS_DIR = Path(env_str("HOMEAI_MODELS_DIR", str(DATA_DIR / "models"))).resolv
 # from its package's safetensors) for /v1/embeddings and /api/embed.
 BUNDLED_CHAT_MODEL_PATH = MODELS_DIR / "SmolLM2-135M-Instruct.Q4_1.gguf"
 BUNDLED_BASE_MODEL_PATH = MODELS_DIR / "gemma-3-270m-q4_k_m.gguf"
-BUNDLED_EMBEDDING_MODEL_PATH = MODELS_DIR / "all-MiniLM-L6-v2.F16.gguf"
+BUNDLED_EMBEDDING_MODEL_PATH = MODELS_DIR / "all-MiniLM-L6-v2.Q8_0.gguf"
 # The household's documents (docs/documents.md): collections' folders lie under
 # HOMEAI_DOCUMENTS_DIR (in compose, a read-only mount of the NAS share), never outside it;
 # uploads are kept in the data directory. A file larger than HOMEAI_DOCUMENT_MAX_MB (or a docx

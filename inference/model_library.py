@@ -252,9 +252,15 @@ def bundled_models() -> dict[Path, Callable[[Path], None]]:
     }
 
 
+# Files an earlier HomeAI wrote into the models folder, replaced by a bundled model under another
+# name: the embedding model was F16 until it became Q8_0 (inference/bert_gguf.py says why).
+SUPERSEDED = ("all-MiniLM-L6-v2.F16.gguf",)
+
+
 def ensure_bundled_models() -> None:
     """Write the bundled models that are missing into the models folder (the chat model, the
-    base model the library offers for raw completions and benchmarks, and the embedding model)."""
+    base model the library offers for raw completions and benchmarks, and the embedding model),
+    then remove the files they replace (two files would answer to one name)."""
     for path, install in bundled_models().items():
         if path.exists():
             continue
@@ -263,3 +269,5 @@ def ensure_bundled_models() -> None:
         tmp.unlink(missing_ok=True)
         install(tmp)
         tmp.replace(path)
+    for name in SUPERSEDED:
+        (settings.BUNDLED_EMBEDDING_MODEL_PATH.parent / name).unlink(missing_ok=True)

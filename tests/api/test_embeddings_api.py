@@ -69,7 +69,7 @@ def test_the_ollama_client_embeds_a_batch_as_it_embeds_each_alone(client):
 
     rows = list(EmbeddingBatch.objects.order_by("id"))
     assert [r.inputs for r in rows] == [3, 1, 1, 1, 1]
-    assert {r.status for r in rows} == {"done"} and {r.model_name for r in rows} == {"all-MiniLM-L6-v2.F16.gguf"}
+    assert {r.status for r in rows} == {"done"} and {r.model_name for r in rows} == {"all-MiniLM-L6-v2.Q8_0.gguf"}
     assert rows[0].prompt_tokens == batch.prompt_eval_count
     assert all(r.compute_ms > 0 and r.queue_ms >= 0 and r.e2e_ms >= r.compute_ms for r in rows)
 

@@ -46,15 +46,15 @@ def test_it_is_described_as_an_embedding_model_with_ollamas_name(converted):
     assert described.kind == model_library.EMBEDDING and described.architecture == "bert"
     assert described.alias == "all-minilm:22m"
     assert (described.context_length, described.embedding_length) == (512, 384)
-    assert described.quantization == "F16"
+    assert described.quantization == "Q8_0"
 
 
-def test_it_keeps_vectors_and_position_tables_in_f32_and_drops_the_pooler(converted):
+def test_its_matrices_are_q8_0_its_vectors_and_position_tables_f32_and_the_pooler_dropped(converted):
     reader = GGUFReader(converted)
     types = {t.name: t.tensor_type for t in reader.tensors}
     assert not any(name.startswith(("pooler", "cls")) for name in types)
-    assert types["token_embd.weight"] == GGMLQuantizationType.F16
-    assert types["blk.0.attn_q.weight"] == GGMLQuantizationType.F16
+    assert types["token_embd.weight"] == GGMLQuantizationType.Q8_0
+    assert types["blk.0.attn_q.weight"] == GGMLQuantizationType.Q8_0
     for name in ("position_embd.weight", "token_types.weight", "token_embd_norm.weight", "blk.5.ffn_down.bias"):
         assert types[name] == GGMLQuantizationType.F32, name
     assert len(types) == 5 + 16 * 6  # embeddings, their norm; 16 tensors a layer
@@ -126,3 +126,10 @@ def test_writing_the_bundled_models_again_leaves_the_converted_file_alone(conver
     before = converted.stat().st_mtime_ns
     model_library.ensure_bundled_models()
     assert converted.stat().st_mtime_ns == before
+
+
+def test_the_f16_file_an_earlier_version_wrote_is_removed_once_the_q8_0_one_is_there(converted):
+    earlier = converted.with_name(model_library.SUPERSEDED[0])
+    earlier.write_bytes(b"GGUF")  # two files would both be all-minilm:22m
+    model_library.ensure_bundled_models()
+    assert not earlier.exists() and converted.exists()

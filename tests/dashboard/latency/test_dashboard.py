@@ -128,7 +128,7 @@ def test_an_empty_dashboard_renders_and_says_what_is_missing(as_user):
 
 
 def test_embeddings_show_in_their_own_panel_each_persons_own_and_all_to_staff(as_user, people):
-    model = "all-MiniLM-L6-v2.F16.gguf"
+    model = "all-MiniLM-L6-v2.Q8_0.gguf"
     for who, inputs, e2e_ms in (("alice", 3, 40.0), ("alice", 1, 20.0), ("bob", 32, 900.0)):
         EmbeddingBatch.objects.create(
             user=people[who], model_name=model, status="done", inputs=inputs, prompt_tokens=10 * inputs,
