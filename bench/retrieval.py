@@ -568,6 +568,7 @@ def _run(
                 "homeai": {
                     **_rate(job.chunks, seconds, text_bytes),
                     "file_mb_per_min": job.bytes_done / 1e6 / seconds * 60 if seconds > 0 else None,
+                    "model": settings.BUNDLED_EMBEDDING_MODEL_PATH.name,
                 },
             }
             log(f"  HomeAI: {job.chunks} chunks in {seconds:.1f} s")
@@ -615,7 +616,8 @@ def markdown(result: dict) -> str:
             f"Indexing {result['corpus']['pages']} pages ({indexing['file_bytes'] / 1e6:.1f} MB of HTML, "
             f"{indexing['text_bytes'] / 1e6:.2f} MB of chunk text):"
         )
-        rows = [("HomeAI (worker, llama.cpp GGUF F16)", indexing["homeai"])]
+        model = indexing["homeai"].get("model", "")
+        rows = [(f"HomeAI (worker, llama.cpp, {model})", indexing["homeai"])]
         if "peer" in indexing:
             rows.append(("sentence-transformers, PyTorch CPU", indexing["peer"]))
         lines += report.table(

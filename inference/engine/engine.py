@@ -108,6 +108,11 @@ class Engine:
                 self._inbox.put(Load())
 
     @property
+    def busy(self) -> bool:
+        """Whether answers are being written or are on their way in (read from any thread)."""
+        return bool(self.scheduler.running or self.scheduler.waiting or not self._inbox.empty())
+
+    @property
     def thread_alive(self) -> bool:
         return self._thread.is_alive()
 

@@ -3,10 +3,11 @@ below), loaded on its first batch and kept, each used by one batch at a time (a 
 context is not thread-safe; a batch of inputs is encoded together in as few decodes as fit, so
 one at a time loses little).
 
-An index job's batches are embedded in the background: on a thread of their own under
-SCHED_IDLE (it runs only on a core nothing else wants: nice 19 alone still doubled the chats'
-median gap), and so are the threads llama.cpp starts from it (OpenMP's team inherits
-its scheduling), so answers being written on the same cores take what they need first. That
+An index job's batches are embedded in the background: while answers are being written, on a
+thread of their own under SCHED_IDLE (it runs only on a core nothing else wants: nice 19 alone
+still doubled the chats' median gap), and so are the threads llama.cpp starts from it (OpenMP's
+team inherits its scheduling), so answers on the same cores take what they need first; while
+none are, on a thread at normal priority (below, _background). That
 thread has a context of its own (the weights are mapped once; a context adds its buffers), so a
 question's embedding (the retrieve phase, /v1/embeddings) never waits behind an index job's
 batch. On a 2-core box four chats' ITL p99 while a collection was indexed went from 2.07x their
@@ -49,7 +50,19 @@ def _lower_priority() -> None:
             log.warning("could not lower the background embedding thread's priority", exc_info=True)
 
 
-_background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="homeai-embed-bg", initializer=_lower_priority)
+# An index job's batches run on one of two threads, each with its own OpenMP team (a team is
+# the calling thread's, and keeps the scheduling it was made with): under SCHED_IDLE while
+# answers are being written, at normal priority while none are. SCHED_IDLE alone cost the job
+# itself 1.7x with nothing else to do (91 pages: 140.6 s against 81.6 s on a 2-core Xeon): the
+# worker's own small wake-ups (heartbeat, relays) preempt one of llama.cpp's two threads, and
+# the other waits for it at the next barrier. At normal priority the inputs go in parts of
+# NORMAL_PART, the answers looked at before each, so a question asked meanwhile waits at most
+# for one part (a quarter of a second here) before the rest yields to it.
+_background = {
+    True: ThreadPoolExecutor(max_workers=1, thread_name_prefix="homeai-embed-idle", initializer=_lower_priority),
+    False: ThreadPoolExecutor(max_workers=1, thread_name_prefix="homeai-embed-bg"),
+}
+NORMAL_PART = 8
 
 
 class InputTooLong(ValueError):
@@ -95,13 +108,31 @@ def _load(model_name: str) -> llama_cpp.Llama:
     )
 
 
-def embed(model_name: str, texts: list[str], *, truncate: bool, background: bool = False) -> Embedded:
+def embed(
+    model_name: str, texts: list[str], *, truncate: bool, background: bool = False, answering=lambda: True
+) -> Embedded:
     """Unit vectors of texts; an input past the model's context is cut to it (truncate), or
-    refused with InputTooLong naming the input and the limit. background: on the low-priority
-    thread (an index job's batches), the caller waiting for it."""
-    if background:
-        return _background.submit(_embed, model_name, texts, truncate, True).result()
-    return _embed(model_name, texts, truncate, False)
+    refused with InputTooLong naming the input and the limit. background: an index job's batch,
+    on a background thread (the caller waiting for it) that yields the cores to answers while
+    `answering()` says some are being written, and takes its share while none are."""
+    if not background:
+        return _embed(model_name, texts, truncate, False)
+    parts: list[Embedded] = []
+    done = 0
+    while done < len(texts):
+        idle = answering()
+        part = texts[done:] if idle else texts[done : done + NORMAL_PART]
+        parts.append(_background[idle].submit(_embed, model_name, part, truncate, True).result())
+        done += len(part)
+    if len(parts) == 1:
+        return parts[0]
+    return Embedded(
+        vectors=[v for p in parts for v in p.vectors],
+        prompt_tokens=sum(p.prompt_tokens for p in parts),
+        started_ns=parts[0].started_ns,
+        load_ms=sum(p.load_ms for p in parts),
+        compute_ms=sum(p.compute_ms for p in parts),
+    )
 
 
 def _embed(model_name: str, texts: list[str], truncate: bool, background: bool) -> Embedded:

@@ -148,6 +148,11 @@ def engines() -> list[Engine]:
         return list(_engines.values())
 
 
+def answering() -> bool:
+    """Whether any engine here has answers to write (running, waiting, or just handed over)."""
+    return any(engine.busy for engine in engines())
+
+
 def _cost(engine: Engine) -> int:
     """What an engine's model costs loaded: its weights and its KV cache (from the file's header)."""
     config = engine.runner.config

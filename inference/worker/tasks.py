@@ -67,7 +67,9 @@ def index_collection(job_id: int, model_name: str) -> None:
         indexing.job_run(
             job_id=job_id,
             worker=registry.worker_name(),
-            embed=lambda texts: embedder.embed(model_name, texts, truncate=True, background=True).vectors,
+            embed=lambda texts: (
+                embedder.embed(model_name, texts, truncate=True, background=True, answering=runtime.answering).vectors
+            ),
             report=lambda state: broadcast.publish_collection(state["collection"], [events.index_progress(state)]),
         )
     finally:
