@@ -201,7 +201,7 @@ async def index(request: HttpRequest, collection_id: int) -> HttpResponse:
             if request.method == "DELETE":
                 indexing.index_cancel(collection=collection)
                 return selectors.index_state(collection), 200
-            holders = set(serving_state().holders.get(indexing.embedding_model(), []))
+            holders = indexing.embedding_holders()
             job, new = indexing.index_start(user=user, collection=collection, holders=holders)
             return selectors.job_progress(job), 202 if new else 200
 

@@ -16,7 +16,6 @@ from django.views.decorators.http import require_http_methods, require_POST
 from dashboard.documents.forms import CollectionForm
 from documents import folders, selectors, services
 from documents.models import Document, IndexJob
-from inference.catalog import catalog
 from inference.services import indexing
 from infra.errors import ClientError
 
@@ -100,7 +99,7 @@ def upload(request: HttpRequest, collection_id: int) -> HttpResponse:
 @require_POST
 def index(request: HttpRequest, collection_id: int) -> HttpResponse:
     found = _owned(request, collection_id)
-    holders = set(catalog().holders.get(indexing.embedding_model(), []))
+    holders = indexing.embedding_holders()
     indexing.index_start(user=request.user, collection=found, holders=holders)
     if not holders:
         messages.info(request, _("No worker with the embedding model is running; indexing starts when one does."))

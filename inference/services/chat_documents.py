@@ -9,7 +9,6 @@ from django.utils.translation import gettext
 from documents import retrieval
 from documents import services as document_services
 from documents.models import Collection
-from inference.catalog import catalog
 from inference.models import Conversation
 from inference.services import indexing
 from inference.services.conversations import own_conversation
@@ -61,7 +60,7 @@ def chat_file_attach(*, user, conversation_id: int | None, name: str, chunks) ->
             conversation.files_collection = collection
             conversation.save(update_fields=["files_collection"])
     kept = document_services.upload_add(collection=collection, name=name, chunks=chunks)
-    holders = set(catalog().holders.get(indexing.embedding_model(), []))
+    holders = indexing.embedding_holders()
     job, _new = indexing.index_start(user=user, collection=collection, holders=holders)
     return {
         "conversation": conversation.id,

@@ -11,12 +11,18 @@ from documents import selectors as document_selectors
 from documents import services as document_services
 from documents.models import Collection, IndexJob
 from inference import broadcast, events
+from inference.catalog import catalog
 from inference.dispatch import registry
 
 
 def embedding_model() -> str:
     """The name the workers' heartbeats give the embedding model (which holds it: catalog)."""
     return settings.BUNDLED_EMBEDDING_MODEL_PATH.name
+
+
+def embedding_holders() -> set[str]:
+    """The living workers that hold the embedding model (one reading of the heartbeats)."""
+    return set(catalog().holders.get(embedding_model(), []))
 
 
 def tell_watchers(job: IndexJob) -> None:
