@@ -5,8 +5,10 @@ within ±25%). Run from the repository root:
 
 Each round decodes 64 tokens greedily on SmolLM2-135M and Gemma 3 270M in turns (llama.cpp
 through llama-cpp-python, as the worker does), and measures the box's read bandwidth as the
-hardware probe does. The forecasts are the roofline (bandwidth / file size) and the library's
-(inference/forecast.py): the other model's tok/s x its size / this model's size. On a shared
+hardware probe does and a layer's cost as the worker's layer probe does. The forecasts are the
+roofline (bandwidth / file size), the size alone (the other model's tok/s x its size / this
+model's size: the library's forecast before the layer term) and the library's
+(inference/speed.py: the other model's read rate, with each model's layers' cost). On a shared
 box, the default counts tokens per CPU-second of one thread (time the process waited for a core
 is not counted); --wall times the decode as an answer sees it.
 """
@@ -22,7 +24,10 @@ from pathlib import Path
 
 from llama_cpp import Llama
 
+from inference.engine import layer_probe
+from inference.gguf_header import read_header
 from inference.probe import measure_bandwidth
+from inference.speed import Shape, speed_of
 
 PROMPT = b"Write a long story about a lighthouse keeper and the sea."
 MODELS = {"smollm2-135m": "SmolLM2-135M-Instruct.Q4_1.gguf", "gemma3-270m": "gemma-3-270m-q4_k_m.gguf"}
@@ -41,6 +46,11 @@ def decode(llm: Llama, tokens: int, clock) -> float:
     return tokens / (clock() - start)
 
 
+def _layers(path: Path) -> int:
+    meta = read_header(path).metadata
+    return int(meta[f"{meta['general.architecture']}.block_count"])
+
+
 def run(models_dir: Path, rounds: int, tokens: int, threads: int, wall: bool, log=print) -> dict:
     clock = time.perf_counter if wall else time.process_time
     sizes = {k: (models_dir / f).stat().st_size for k, f in MODELS.items()}
@@ -48,19 +58,22 @@ def run(models_dir: Path, rounds: int, tokens: int, threads: int, wall: bool, lo
         k: Llama(model_path=str(models_dir / f), n_ctx=1024, n_threads=threads, verbose=False)
         for k, f in MODELS.items()
     }
+    shapes = {k: Shape(sizes[k], _layers(models_dir / f)) for k, f in MODELS.items()}
     tps: dict[str, list[float]] = {k: [] for k in MODELS}
-    bandwidth = []
+    bandwidth, layer_ms = [], []
     for i in range(rounds):
         bandwidth.append(measure_bandwidth())
+        layer_ms.append(layer_probe.measure(threads)["layer_ms"])
         for k in list(llms) if i % 2 == 0 else list(llms)[::-1]:
             tps[k].append(decode(llms[k], tokens, clock))
         log(
             f"round {i + 1}: "
             + ", ".join(f"{k} {v[-1]:.1f} tok/s" for k, v in tps.items())
-            + f", {bandwidth[-1]:.1f} GB/s"
+            + f", {bandwidth[-1]:.1f} GB/s, {layer_ms[-1]:.3f} ms a layer"
         )
     med = {k: statistics.median(v) for k, v in tps.items()}
     gbs = statistics.median(bandwidth)
+    box = {"bandwidth_gbs": gbs, "layer_ms": statistics.median(layer_ms)}
     (a, b) = MODELS
     other = {a: b, b: a}
     models = {
@@ -68,7 +81,9 @@ def run(models_dir: Path, rounds: int, tokens: int, threads: int, wall: bool, lo
             "bytes": sizes[k],
             "measured_tps": med[k],
             "roofline_tps": gbs * 1e9 / sizes[k],
-            "forecast_tps": med[other[k]] * sizes[other[k]] / sizes[k],
+            "layers": shapes[k].layers,
+            "size_only_tps": med[other[k]] * sizes[other[k]] / sizes[k],
+            "forecast_tps": speed_of(k, shapes[k], shapes, med, box).tps,
             "rounds_tps": tps[k],
         }
         for k in MODELS
@@ -76,6 +91,7 @@ def run(models_dir: Path, rounds: int, tokens: int, threads: int, wall: bool, lo
     for m in models.values():
         m["roofline_ratio"] = m["roofline_tps"] / m["measured_tps"]
         m["forecast_ratio"] = m["forecast_tps"] / m["measured_tps"]
+        m["size_only_ratio"] = m["size_only_tps"] / m["measured_tps"]
     return {
         "clock": "wall" if wall else "cpu",
         "threads": threads,
@@ -83,6 +99,8 @@ def run(models_dir: Path, rounds: int, tokens: int, threads: int, wall: bool, lo
         "rounds": rounds,
         "bandwidth_gbs": gbs,
         "bandwidth_rounds": bandwidth,
+        "layer_ms": box["layer_ms"],
+        "layer_ms_rounds": layer_ms,
         "models": models,
     }
 
@@ -100,7 +118,8 @@ def main() -> None:
     for k, m in result["models"].items():
         print(
             f"{k}: measured {m['measured_tps']:.1f} tok/s; library forecast {m['forecast_tps']:.1f} "
-            f"({m['forecast_ratio']:.2f}x); roofline {m['roofline_tps']:.1f} ({m['roofline_ratio']:.2f}x)"
+            f"({m['forecast_ratio']:.2f}x); size alone {m['size_only_tps']:.1f} ({m['size_only_ratio']:.2f}x); "
+            f"roofline {m['roofline_tps']:.1f} ({m['roofline_ratio']:.2f}x)"
         )
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -11,48 +11,23 @@ from django.conf import settings
 from inference import model_library, probe, selectors
 from inference.gguf_header import GGUFError, read_header
 from inference.models import EngineConfig
+from inference.speed import DecodeSpeed, Shape, speed_of
 from infra.pull.errors import PullError
 from infra.pull.peek import head
 
 
-@dataclass(frozen=True)
-class DecodeSpeed:
-    """A model's decode forecast on this box: `answers` when other models' measured answers
-    say what bandwidth llama.cpp reaches here (tok/s x file size, their median), else
-    `roofline`, the probe's raw read bandwidth: a ceiling, about twice the truth on small
-    models (dequantising and the output layer cost time no memory benchmark counts)."""
-
-    tps: float | None
-    basis: str  # "answers" or "roofline" ("" when there is no figure)
-    bandwidth_gbs: float | None
-
-
-def decode_bandwidth(sizes: dict[str, int], measured: dict[str, float], *, exclude: str = "") -> float | None:
-    """GB/s llama.cpp's decode reads weights at on this box, from the measured tok/s of the
-    models other than `exclude` (a model's own answers never forecast it): median of tok/s x size."""
-    rates = sorted(measured[n] * sizes[n] / 1e9 for n in measured if n != exclude and sizes.get(n))
-    return rates[len(rates) // 2] if rates else None
+def shapes() -> dict[str, Shape]:
+    """Every chat model in the models folder, by file name."""
+    return {m.name: Shape(m.size_bytes, m.n_layers) for m in model_library.scan() if m.kind == model_library.CHAT}
 
 
 def decode_speeds(models: list[model_library.ModelFile]) -> dict[str, DecodeSpeed]:
-    """Each chat model's decode forecast here, by file name (see DecodeSpeed)."""
-    sizes = {m.name: m.size_bytes for m in model_library.scan() if m.kind == model_library.CHAT}
-    sizes.update({m.name: m.size_bytes for m in models if m.kind == model_library.CHAT})
+    """Each model's decode forecast here, by file name (inference/speed.py)."""
+    known = shapes()
+    known.update({m.name: Shape(m.size_bytes, m.n_layers) for m in models if m.kind == model_library.CHAT})
     measured = selectors.decode_rates()
-    raw = probe.box().get("bandwidth_gbs")
-    return {m.name: speed_of(m.name, m.size_bytes, sizes, measured, raw) for m in models}
-
-
-def speed_of(
-    name: str, size: int, sizes: dict[str, int], measured: dict[str, float], raw_gbs: float | None
-) -> DecodeSpeed:
-    if not size:
-        return DecodeSpeed(None, "", None)
-    if gbs := decode_bandwidth(sizes, measured, exclude=name):
-        return DecodeSpeed(gbs * 1e9 / size, "answers", gbs)
-    if raw_gbs:
-        return DecodeSpeed(raw_gbs * 1e9 / size, "roofline", raw_gbs)
-    return DecodeSpeed(None, "", None)
+    box = probe.box()
+    return {m.name: speed_of(m.name, Shape(m.size_bytes, m.n_layers), known, measured, box) for m in models}
 
 
 @dataclass(frozen=True)
@@ -97,8 +72,9 @@ def forecast(name: str) -> Forecast:
     memory = size + kv * context
     share = share_bytes()
     measured = probe.box()
-    sizes = {m.name: m.size_bytes for m in model_library.scan() if m.kind == model_library.CHAT}
-    speed = speed_of(name, size, sizes, selectors.decode_rates(), measured.get("bandwidth_gbs"))
+    layers = meta.get(f"{arch}.block_count")
+    shape = Shape(size, layers if isinstance(layers, int) else 0)
+    speed = speed_of(name, shape, shapes(), selectors.decode_rates(), measured)
     return Forecast(
         name=name,
         size_bytes=size,

@@ -46,6 +46,7 @@ class ModelFile:
     kv_bytes_per_token: int = 0  # the KV cache's cost per token of context (f16 keys and values)
     kind: str = CHAT  # CHAT, or EMBEDDING: a model that gives vectors, not text (see kind_of)
     embedding_length: int = 0  # the width of its vectors
+    n_layers: int = 0  # its transformer blocks (the decode forecast's layer term: inference/speed.py)
 
     def memory_bytes(self, n_ctx_total: int) -> int:
         """What holding it loaded costs: the weights and a KV cache of n_ctx_total tokens."""
@@ -91,6 +92,7 @@ def _inspect_cached(path: str, size: int, mtime_ns: int) -> ModelFile:
             kv_bytes_per_token=kv_bytes_per_token(meta, arch),
             kind=kind_of(meta, arch),
             embedding_length=width if isinstance(width := meta.get(f"{arch}.embedding_length"), int) else 0,
+            n_layers=layers if isinstance(layers := meta.get(f"{arch}.block_count"), int) else 0,
         )
     except Exception as exc:  # any unreadable file is listed, never fatal
         reason = str(exc) or exc.__class__.__name__

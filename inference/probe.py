@@ -16,6 +16,7 @@ import platform
 import socket
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -223,15 +224,18 @@ def read(host: str | None = None) -> dict | None:
         return None
 
 
-def ensure_cached() -> dict | None:
+def ensure_cached(layers: Callable[[], dict] | None = None) -> dict | None:
     """This host's probe from Redis, measured and stored first when missing (idempotent).
 
     Several workers may start together on one box: a short Redis lock lets one of them measure
     (two probes at once would halve each other's bandwidth) and the rest keep the cached result.
+    `layers`: a worker's layer probe (inference/engine/layer_probe.py: llama.cpp, which the web
+    never loads), measured after the rest and stored with it; a cached probe without its
+    `layer_ms` (one the web measured, or an older version's) is measured again.
     """
     with _lock:
         cached = read()
-        if cached is not None:
+        if cached is not None and (layers is None or "layer_ms" in cached):
             return cached
         r = redis_client.client()
         lock_key = probe_key(host_name()) + ":lock"
@@ -239,12 +243,15 @@ def ensure_cached() -> dict | None:
             return None  # another process on this host is measuring right now
         try:
             result = measure()
+            if layers is not None:
+                result.update(layers())
             r.set(probe_key(result["host"]), json.dumps(result), ex=CACHE_TTL_S)
             log.info(
-                "hardware probe: %.1f GB/s read bandwidth, %.0f GFLOP/s float32 (%.2f s)",
+                "hardware probe: %.1f GB/s read bandwidth, %.0f GFLOP/s float32 (%.2f s), %s ms a layer",
                 result["bandwidth_gbs"],
                 result["gflops"],
                 result["duration_s"],
+                result.get("layer_ms", "?"),
             )
             return result
         except Exception:

@@ -15,6 +15,7 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
+from django.utils import translation
 
 from inference import redis_client
 from inference.model_library import ensure_bundled_models
@@ -55,6 +56,15 @@ def _kept_connections_closed():
     test that used them in this process: the next test may not be allowed the database."""
     yield
     dbthreads.close_kept_connections()
+
+
+@pytest.fixture(autouse=True)
+def _language_reset():
+    """Each test starts in the default language: a request through Django's test client
+    activates the asker's language in this thread (LocaleMiddleware) and nothing ends it, so a
+    Korean page in one test left the next tests' strings in Korean."""
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from inference.dispatch import pulls, registry
 from inference.model_library import scan as model_library_scan
 from inference.models import EngineConfig
 from inference.services import engine_control
+from inference.speed import Shape, speed_of
 from infra.errors import ClientError
 from infra.pull.errors import PullError
 from infra.pull.names import parse as parse_model_name
@@ -77,13 +78,13 @@ def _with_speeds(models: list) -> list[dict]:
 def _recommended(models: list, share: int) -> list[dict]:
     """The curated models with what this box says of them before a download: whether their
     weights fit one model's share of a worker's memory, and their decode forecast here."""
-    sizes = {m.name: m.size_bytes for m in models if m.kind == "chat"}
+    shapes = {m.name: Shape(m.size_bytes, m.n_layers) for m in models if m.kind == "chat"}
     measured = selectors.decode_rates()
-    raw = probe.box().get("bandwidth_gbs")
+    box = probe.box()
     rows = []
     for r in recommended():
         size = r.size_mb * 10**6
-        speed = model_forecast.speed_of(r.name, size, sizes, measured, raw)
+        speed = speed_of(r.name, Shape(size, r.layers), shapes, measured, box)
         rows.append(
             {
                 **vars(r),
@@ -282,18 +283,19 @@ def pull_forecast(request: HttpRequest) -> HttpResponse:
     ceil = ceilings(bandwidth_gbs=f.bandwidth_gbs, gflops=f.gflops, model_bytes=f.size_bytes, n_params=f.n_params)
     if f.decode_basis == "answers" and ceil["prefill_tps"]:
         speed = _(
-            "On this box about %(decode)s tokens/s written (the speed this box's models measured, "
-            "scaled to this model's size) and at best %(prefill)s tokens/s read (the measured FLOP/s)."
+            "On this box about %(decode)s tokens/s written (the rate this box's models read their "
+            "weights at, and the measured cost of each of its layers) and at best %(prefill)s tokens/s "
+            "read (the measured FLOP/s)."
         ) % {
             "decode": formats.number_format(round(f.decode_tps), force_grouping=True),
             "prefill": formats.number_format(round(ceil["prefill_tps"]), force_grouping=True),
         }
-    elif ceil["decode_tps"] and ceil["prefill_tps"]:
+    elif f.decode_tps and ceil["prefill_tps"]:
         speed = _(
             "On this box at best about %(decode)s tokens/s written and %(prefill)s tokens/s read "
             "(the measured memory bandwidth and FLOP/s over the model's size)."
         ) % {
-            "decode": formats.number_format(round(ceil["decode_tps"]), force_grouping=True),
+            "decode": formats.number_format(round(f.decode_tps), force_grouping=True),
             "prefill": formats.number_format(round(ceil["prefill_tps"]), force_grouping=True),
         }
     else:

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import functools
 import gc
+import os
 import threading
 
 from celery import shared_task
@@ -16,6 +18,7 @@ from inference import broadcast, events, model_library, probe, speech
 # Acknowledged when it starts: the database, not the broker, knows whether an answer ran.
 from inference.dispatch import pulls as pull_dispatch
 from inference.dispatch import registry
+from inference.engine import layer_probe
 from inference.services import demo
 from inference.worker import embedder, heartbeat, pulls, queues, runtime, stream
 from infra import dbthreads
@@ -130,12 +133,22 @@ def _on_worker_ready(**_kwargs) -> None:
     # so the engine thread between two steps; docs/bench/journal.md).
     gc.freeze()
     heartbeat.start()
-    # Memory bandwidth and FLOP/s for the dashboard's "why" panel: a second or two, cached per host.
-    threading.Thread(target=probe.ensure_cached, name="homeai-probe", daemon=True).start()
-    if settings.HOMEAI_SPEECH:  # the voice ready before anyone asks (about a second)
-        threading.Thread(target=speech.preload, name="homeai-voice", daemon=True).start()
+    # Memory bandwidth and FLOP/s for the dashboard's "why" panel, and a layer's cost in a decode
+    # step for the library's forecast (two seconds or so, cached per host); then the voice, ready
+    # before anyone asks (about a second): one after the other, so neither times the other.
+    config = runtime.runner_config()
+    layers = functools.partial(layer_probe.measure, config.n_threads or os.cpu_count() or 1, config.n_gpu_layers)
+    threading.Thread(target=_measure_then_preload, args=(layers,), name="homeai-probe", daemon=True).start()
     # Answers a dead worker left running are the web's watchdog's to end (sweeps.sweep): it alone
     # has watched the heartbeats long enough to tell a dead worker from a Redis restart.
+
+
+def _measure_then_preload(layers) -> None:
+    try:
+        probe.ensure_cached(layers)
+    finally:  # Redis away at start: the voice still loads
+        if settings.HOMEAI_SPEECH:
+            speech.preload()
 
 
 @worker_shutdown.connect

@@ -89,3 +89,14 @@ def test_a_real_probe_is_stored_with_every_figure(clean_probe_keys):
     assert result["cores"] >= 1 and isinstance(result["gpus"], list)
     assert result["duration_s"] < 10
     assert probe.read() == result
+
+
+def test_a_workers_layer_probe_is_stored_with_the_rest_and_asked_for_again_when_missing(clean_probe_keys, monkeypatch):
+    """The web may have stored a probe without the layer cost (it never loads llama.cpp), and an
+    older version stored none: a worker's probe measures again and stores it."""
+    figures = {"host": probe.host_name(), "bandwidth_gbs": 21.5, "gflops": 140.0, "duration_s": 0.1}
+    monkeypatch.setattr(probe, "measure", lambda: dict(figures))
+    assert "layer_ms" not in probe.ensure_cached()
+    assert probe.ensure_cached(lambda: {"layer_ms": 0.07})["layer_ms"] == 0.07
+    assert probe.read()["layer_ms"] == 0.07
+    assert probe.ensure_cached(lambda: pytest.fail("measured again"))["layer_ms"] == 0.07
