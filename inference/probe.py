@@ -230,7 +230,7 @@ def ensure_cached(layers: Callable[[], dict] | None = None) -> dict | None:
     Several workers may start together on one box: a short Redis lock lets one of them measure
     (two probes at once would halve each other's bandwidth) and the rest keep the cached result.
     `layers`: a worker's layer probe (inference/engine/layer_probe.py: llama.cpp, which the web
-    never loads), measured after the rest and stored with it; a cached probe without its
+    never loads), measured first and stored with the rest; a cached probe without its
     `layer_ms` (one the web measured, or an older version's) is measured again.
     """
     with _lock:
@@ -242,9 +242,10 @@ def ensure_cached(layers: Callable[[], dict] | None = None) -> dict | None:
         if not r.set(lock_key, os.getpid(), nx=True, ex=LOCK_TTL_S):
             return None  # another process on this host is measuring right now
         try:
-            result = measure()
-            if layers is not None:
-                result.update(layers())
+            # The layer probe first: it waits for a quiet moment, which the rest then shares
+            # (and numpy's BLAS threads, which spin a while after a product, are not yet running).
+            first = _layers_or_none(layers) if layers is not None else {}
+            result = {**measure(), **first}
             r.set(probe_key(result["host"]), json.dumps(result), ex=CACHE_TTL_S)
             log.info(
                 "hardware probe: %.1f GB/s read bandwidth, %.0f GFLOP/s float32 (%.2f s), %s ms a layer",
@@ -259,6 +260,16 @@ def ensure_cached(layers: Callable[[], dict] | None = None) -> dict | None:
             return None
         finally:
             r.delete(lock_key)
+
+
+def _layers_or_none(layers: Callable[[], dict]) -> dict:
+    """The layer probe's figures; {} when it failed (the rest is still worth storing, and the
+    next worker to start measures the layers again)."""
+    try:
+        return layers()
+    except Exception:
+        log.exception("layer probe failed")
+        return {}
 
 
 def read_all() -> dict[str, dict]:

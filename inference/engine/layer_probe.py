@@ -30,6 +30,7 @@ HEADS = 4  # 64-wide, as most small models' heads are
 LAYERS = (4, 24)
 TOKENS = 32  # decode steps a round
 ROUNDS = 7  # the best round counts: the probe runs beside whatever else the box is doing
+QUIET = 0.2  # the share of the box's CPU others may use for the probe to start at once
 _Q = gguf.GGMLQuantizationType.Q4_0
 
 
@@ -97,11 +98,41 @@ def _step_ms(llm) -> float:
     return (time.perf_counter() - start) * 1000 / TOKENS
 
 
+def busy_share(window_s: float = 1.0) -> float:
+    """How much of the box's CPU time something used over the next `window_s` (0 to 1, from
+    /proc/stat; 0 where there is none to read)."""
+
+    def sample() -> tuple[int, int]:
+        with open("/proc/stat") as fh:
+            fields = [int(v) for v in fh.readline().split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle, iowait
+        return sum(fields), idle
+
+    try:
+        total0, idle0 = sample()
+        time.sleep(window_s)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return 1 - (idle1 - idle0) / max(total1 - total0, 1)
+
+
+def measure_when_quiet(threads: int, gpu_layers: int = 0, *, attempts: int = 8, pause_s: float = 2.0) -> dict:
+    """measure() once the box is quiet (under QUIET of its CPU busy for a second before), so a
+    worker starting beside the web server, or answering, does not time its neighbours; after
+    `attempts` looks, measured anyway. The lock that keeps two probes apart (probe.py) holds for
+    a minute: this takes at most attempts x (1 s + pause_s), 24 s by default."""
+    for _ in range(attempts - 1):
+        if busy_share() < QUIET:
+            break
+        time.sleep(pause_s)
+    return measure(threads, gpu_layers)
+
+
 def measure(threads: int, gpu_layers: int = 0) -> dict:
     """{"layer_ms": a layer's fixed cost in a decode step, "layer_threads": the threads it was
     measured with}: about half a second. The two models' rounds alternate and each keeps its
-    best, so a burst of other work (a worker starting, a voice loading) lands on both or on
-    neither, not on the difference."""
+    best, so a short burst of other work lands on both or on neither, not on the difference."""
     import llama_cpp  # the worker's import; the web never loads llama.cpp
 
     with tempfile.TemporaryDirectory(prefix="homeai-layer-probe-") as folder:

@@ -137,7 +137,8 @@ def _on_worker_ready(**_kwargs) -> None:
     # step for the library's forecast (two seconds or so, cached per host); then the voice, ready
     # before anyone asks (about a second): one after the other, so neither times the other.
     config = runtime.runner_config()
-    layers = functools.partial(layer_probe.measure, config.n_threads or os.cpu_count() or 1, config.n_gpu_layers)
+    threads = config.n_threads or os.cpu_count() or 1
+    layers = functools.partial(layer_probe.measure_when_quiet, threads, config.n_gpu_layers)
     threading.Thread(target=_measure_then_preload, args=(layers,), name="homeai-probe", daemon=True).start()
     # Answers a dead worker left running are the web's watchdog's to end (sweeps.sweep): it alone
     # has watched the heartbeats long enough to tell a dead worker from a Redis restart.

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import threading
+
 from inference import model_library
 from inference.engine import layer_probe
 
@@ -20,3 +23,25 @@ def test_it_measures_a_layers_cost_with_llama_cpp():
     # The 24-layer model's best step takes longer than the 4-layer one's: a positive cost, and
     # well under a whole step of the smallest bundled model.
     assert 0 < result["layer_ms"] < 5
+
+
+def test_it_waits_for_a_quiet_box_but_not_for_ever(monkeypatch):
+    looks = iter([0.9, 0.7, 0.05])
+    monkeypatch.setattr(layer_probe, "busy_share", lambda: next(looks))
+    monkeypatch.setattr(layer_probe.time, "sleep", lambda s: None)
+    monkeypatch.setattr(layer_probe, "measure", lambda threads, gpu_layers: {"layer_ms": 0.05})
+    assert layer_probe.measure_when_quiet(2) == {"layer_ms": 0.05}
+    assert next(looks, "none left") == "none left"  # it measured at the first quiet look
+    monkeypatch.setattr(layer_probe, "busy_share", lambda: 1.0)
+    assert layer_probe.measure_when_quiet(2, attempts=3) == {"layer_ms": 0.05}  # busy all along: measured anyway
+
+
+def test_the_box_is_seen_busy_while_something_runs():
+    stop = threading.Event()
+    spinner = threading.Thread(target=lambda: [None for _ in iter(lambda: stop.is_set(), True)])
+    spinner.start()
+    try:
+        assert layer_probe.busy_share(0.5) > 0.5 / (os.cpu_count() or 1)  # most of one core at least
+    finally:
+        stop.set()
+        spinner.join()

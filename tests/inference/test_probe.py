@@ -100,3 +100,14 @@ def test_a_workers_layer_probe_is_stored_with_the_rest_and_asked_for_again_when_
     assert probe.ensure_cached(lambda: {"layer_ms": 0.07})["layer_ms"] == 0.07
     assert probe.read()["layer_ms"] == 0.07
     assert probe.ensure_cached(lambda: pytest.fail("measured again"))["layer_ms"] == 0.07
+
+
+def test_a_failed_layer_probe_still_stores_the_rest(clean_probe_keys, monkeypatch):
+    figures = {"host": probe.host_name(), "bandwidth_gbs": 21.5, "gflops": 140.0, "duration_s": 0.1}
+    monkeypatch.setattr(probe, "measure", lambda: dict(figures))
+
+    def broken():
+        raise RuntimeError("llama.cpp could not load the probe model")
+
+    assert probe.ensure_cached(broken) == figures
+    assert probe.read() == figures

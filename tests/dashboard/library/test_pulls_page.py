@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from dashboard.library.curated import RECOMMENDED
-from inference import redis_client
+from inference import probe, redis_client
 from infra.pull import store
 from infra.pull.names import parse
 from tests.infra.pull.servers import push_ollama_model, tiny_gguf
@@ -82,8 +82,8 @@ def test_a_held_download_shows_its_progress_and_is_cancelled_from_the_page(page,
 def test_before_a_pull_the_page_says_whether_it_fits_and_how_fast_it_should_be(page, stack, registry, tmp_path):
     handle, _ = registry
     push_ollama_model(handle.url, "library/forecast", "latest", tiny_gguf(tmp_path / "f.gguf", n_floats=1024))
-    # The worker measures the box once it is up (probe.py); the forecast reads its figures.
-    assert wait_until(lambda: any(stack.redis.client.scan_iter(match="homeai:probe:*")), timeout=WAIT)
+    # The worker measures the box once it is up and quiet (probe.py); the forecast reads its figures.
+    assert wait_until(lambda: stack.redis.client.exists(probe.probe_key(probe.host_name())), timeout=WAIT)
     page.goto("/models/")
     page.fill("#pull-name", "forecast")
     page.click("#pull-check")
