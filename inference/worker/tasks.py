@@ -133,23 +133,24 @@ def _on_worker_ready(**_kwargs) -> None:
     # so the engine thread between two steps; docs/bench/journal.md).
     gc.freeze()
     heartbeat.start()
-    # Memory bandwidth and FLOP/s for the dashboard's "why" panel, and a layer's cost in a decode
-    # step for the library's forecast (two seconds or so, cached per host); then the voice, ready
-    # before anyone asks (about a second): one after the other, so neither times the other.
+    # The voice, ready before anyone asks (about a second); then memory bandwidth and FLOP/s for
+    # the dashboard's "why" panel and a layer's cost in a decode step for the library's forecast
+    # (a second or two once the box is quiet, cached per host): one after the other, so neither
+    # times the other.
     config = runtime.runner_config()
     threads = config.n_threads or os.cpu_count() or 1
     layers = functools.partial(layer_probe.measure_when_quiet, threads, config.n_gpu_layers)
-    threading.Thread(target=_measure_then_preload, args=(layers,), name="homeai-probe", daemon=True).start()
+    threading.Thread(target=_preload_then_measure, args=(layers,), name="homeai-probe", daemon=True).start()
     # Answers a dead worker left running are the web's watchdog's to end (sweeps.sweep): it alone
     # has watched the heartbeats long enough to tell a dead worker from a Redis restart.
 
 
-def _measure_then_preload(layers) -> None:
+def _preload_then_measure(layers) -> None:
     try:
-        probe.ensure_cached(layers)
-    finally:  # Redis away at start: the voice still loads
         if settings.HOMEAI_SPEECH:
             speech.preload()
+    finally:
+        probe.ensure_cached(layers)
 
 
 @worker_shutdown.connect
