@@ -1,11 +1,11 @@
 """What one transformer layer costs a decode step on this box, beside reading its weights: the
-second figure of the library's decode forecast (inference/forecast.py).
+second figure of the library's decode forecast (inference/speed.py).
 
 A decode step reads every weight once, so on a CPU its time is mostly the model's size over the
 memory bandwidth; but each layer also costs a fixed time: some twenty graph nodes, each ending
 at a barrier where llama.cpp's threads wait for one another, and the small operations between
 the matrix products. On a fast-memory box with cheap barriers that term is small; on a 2-core
-EPYC guest it was about 70 µs a layer, 2 ms of SmolLM2-135M's 7 ms step (30 layers in 98 MB),
+EPYC guest it was 40-80 µs a layer, up to 2 ms of SmolLM2-135M's 6-7 ms step (30 layers in 98 MB),
 which is why one bandwidth cannot forecast both bundled models there.
 
 Measured with two synthetic llama-architecture models written here (random 4-bit weights, a
@@ -121,7 +121,7 @@ def measure_when_quiet(threads: int, gpu_layers: int = 0, *, attempts: int = 8, 
     """measure() once the box is quiet (under QUIET of its CPU busy for a second before), so a
     worker starting beside the web server, or answering, does not time its neighbours; after
     `attempts` looks, measured anyway. The lock that keeps two probes apart (probe.py) holds for
-    a minute: this takes at most attempts x (1 s + pause_s), 24 s by default."""
+    a minute: this waits at most (attempts - 1) x (1 s + pause_s), 21 s by default."""
     for _ in range(attempts - 1):
         if busy_share() < QUIET:
             break
