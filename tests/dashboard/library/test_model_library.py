@@ -231,10 +231,10 @@ def test_a_decode_forecast_never_comes_from_the_models_own_answers():
 
 
 def test_a_decode_forecast_counts_each_layers_cost_beside_the_weights():
-    """The two bundled models on a 2-core EPYC, one run of bench/decode_forecast.py: SmolLM2
-    (30 layers, 98 MB) wrote 145.1 tok/s, Gemma (18 layers, 253 MB) 75.8, and a layer cost
-    0.075 ms. Scaled by size alone each forecast the other 1.35x / 0.74x off; with the layers'
-    cost taken out of each step first, within 1%."""
+    """The two bundled models' bare decode on a 2-core EPYC in its slower state (one run, while
+    the layer probe was written): SmolLM2 (30 layers, 98 MB) wrote 145.1 tok/s, Gemma (18 layers,
+    253 MB) 75.8, and a layer cost 0.075 ms. Scaled by size alone each forecast the other 1.35x
+    / 0.74x off; with the layers' cost taken out of each step first, within 1%."""
     smollm, gemma = Shape(98_362_432, 30), Shape(253_113_024, 18)
     shapes = {"smollm": smollm, "gemma": gemma}
     measured = {"smollm": 145.1, "gemma": 75.8}
