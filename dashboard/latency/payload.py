@@ -13,6 +13,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import psutil
 from django.conf import settings
@@ -23,7 +24,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 
 from dashboard.latency import text
-from inference import probe, redis_client, selectors
+from inference import model_library, probe, redis_client, selectors
 from inference.dispatch import registry
 from inference.models import EmbeddingBatch, Generation, Message
 
@@ -308,6 +309,14 @@ def model_info(workers: dict[str, dict]) -> dict:
     return {"name": path.name, "path": str(path), "size_bytes": size, "n_params": None}
 
 
+def model_layers(info: dict) -> int | None:
+    """The loaded model's layers, from its file's header where this process can read it."""
+    path = Path(info.get("path") or "")
+    if not path.name or not path.is_file():
+        return None
+    return model_library.inspect(path).n_layers or None
+
+
 def hardware(workers: dict[str, dict], probes: dict[str, dict]) -> dict:
     """Bandwidth and FLOP/s of the machine that runs the model: a worker's host, its GPU when layers are offloaded."""
     hosts = [host_of(name) for name in workers]
@@ -329,6 +338,7 @@ def hardware(workers: dict[str, dict], probes: dict[str, dict]) -> dict:
     return {
         "bandwidth_gbs": found.get("bandwidth_gbs"),
         "gflops": found.get("gflops"),
+        "layer_ms": found.get("layer_ms"),
         "label": (
             ngettext("measured on %(host)s, %(n)d core", "measured on %(host)s, %(n)d cores", cores)
             if cores

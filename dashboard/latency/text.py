@@ -153,11 +153,16 @@ def why(
     bandwidth_gbs: float | None,
     gflops: float | None,
     hardware: str | None = None,
+    layers: int | None = None,
+    layer_ms: float | None = None,
 ) -> dict:
-    """The "why" panel: stats.why_numbers, the hardware's label, and sentences saying what they mean."""
+    """The "why" panel: stats.why_numbers, the hardware's label, and sentences saying what they
+    mean. layers and layer_ms: the model's layers and what one costs a decode step here beside
+    its weights (the worker's layer probe, inference/engine/layer_probe.py), when known."""
     info = stats.why_numbers(
         rows=rows, model_bytes=model_bytes, n_params=n_params, bandwidth_gbs=bandwidth_gbs, gflops=gflops
     )
+    info.update(layers=layers or None, layer_ms=layer_ms or None)
     hardware = hardware or _("this machine")
     return {**info, "hardware": hardware, "sentences": why_sentences(info, hardware)}
 
@@ -200,6 +205,22 @@ def why_sentences(info: dict, hardware: str | None = None) -> list[str]:
                 "verdict": decode_verdict(info["decode_pct"]),
             }
         sentences.append(line)
+        if info.get("layers") and info.get("layer_ms"):
+            layers_ms = info["layers"] * info["layer_ms"]
+            sentences.append(
+                _(
+                    "A token also passes the model's %(layers)s layers, and each costs ≈%(ms)s ms here besides "
+                    "its weights (its small operations, and the threads waiting for one another at each: "
+                    "measured when the worker started): %(total)s ms a token, so with the weights at most "
+                    "≈%(rate)s tok/s."
+                )
+                % {
+                    "layers": info["layers"],
+                    "ms": num(info["layer_ms"], 3),
+                    "total": num(layers_ms, 1),
+                    "rate": fmt_rate(1000 / (layers_ms + 1000 / decode_ceiling)),
+                }
+            )
     if prefill_ceiling:
         line = _(
             "Reading a prompt token costs ≈ 2 × %(params)s parameters = %(gflop)s GFLOP; at %(gflops)s GFLOP/s "

@@ -83,6 +83,8 @@ def dashboard_payload(*, viewer, filters: payload.Filters, selected: int | None 
         bandwidth_gbs=hardware["bandwidth_gbs"],
         gflops=hardware["gflops"],
         hardware=hardware["label"],
+        layers=payload.model_layers(info),
+        layer_ms=hardware.get("layer_ms"),
     )
     fit = text.explained_fit(rows)
     chosen = _pick_selected(rows, selected)

@@ -16,6 +16,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 from django.test import Client
@@ -313,13 +314,22 @@ def test_the_why_panel_uses_the_workers_model_and_the_probe(as_user, stored, mon
         "loaded": True,
         "running": 0,
         "waiting": 0,
-        "model_info": {"name": "gemma-3-270m-q4_k_m.gguf", "size_bytes": 250_000_000, "n_params": 300_000_000},
+        "model_info": {
+            "name": "gemma-3-270m-q4_k_m.gguf",
+            "path": str(settings.BUNDLED_BASE_MODEL_PATH),
+            "size_bytes": 250_000_000,
+            "n_params": 300_000_000,
+        },
         "sizing": {"mode": "stall", "n_decode": 3, "chunk": 20},
     }
     monkeypatch.setattr(payload.registry, "live_workers", lambda: {"box:1": beat})
-    monkeypatch.setattr(payload.probe, "read_all", lambda: {"box": {"bandwidth_gbs": 25.0, "gflops": 150.0}})
+    box = {"bandwidth_gbs": 25.0, "gflops": 150.0, "layer_ms": 0.05}
+    monkeypatch.setattr(payload.probe, "read_all", lambda: {"box": box})
     data = as_user("alice").get("/dashboard/").context["payload"]
     why = data["why"]
+    # The model's layers from its file's header, their cost from the worker's layer probe.
+    assert (why["layers"], why["layer_ms"]) == (18, 0.05)
+    assert any("18 layers" in sentence for sentence in why["sentences"])
     assert why["decode_ceiling_tps"] == pytest.approx(100.0)
     assert why["prefill_ceiling_tps"] == pytest.approx(250.0)
     g = stored["own"][0]

@@ -139,3 +139,15 @@ STALL = {
 def test_the_sizing_text_says_how_a_long_prompt_is_scheduled(policy, sizing, says):
     got = text.sizing_text(policy, sizing)
     assert says in got if says else got == ""
+
+
+def test_the_why_panel_counts_each_layers_cost_where_the_worker_measured_it():
+    rows = [done_row(i, prompt=50, ttft=200.0, prompt_tps=300.0, output_tps=71.0) for i in range(5)]
+    figures = {"model_bytes": 250_000_000, "n_params": 300_000_000, "bandwidth_gbs": 25.0, "gflops": 150.0}
+    info = text.why(rows=rows, hardware="box", layers=18, layer_ms=0.05, **figures)
+    text_ = " ".join(info["sentences"])
+    # 250 MB at 25 GB/s is 10 ms a token; 18 layers at 0.05 ms add 0.9 ms: at most 1000 / 10.9.
+    assert "18 layers" in text_ and "≈0.050 ms" in text_ and "0.9 ms a token" in text_
+    assert f"≈{1000 / 10.9:.1f} tok/s" in text_
+    without = " ".join(text.why(rows=rows, hardware="box", **figures)["sentences"])
+    assert "layers" not in without
