@@ -13,7 +13,6 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import psutil
 from django.conf import settings
@@ -24,7 +23,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 
 from dashboard.latency import text
-from inference import model_library, probe, redis_client, selectors
+from inference import probe, redis_client, selectors
 from inference.dispatch import registry
 from inference.models import EmbeddingBatch, Generation, Message
 
@@ -307,14 +306,6 @@ def model_info(workers: dict[str, dict]) -> dict:
     path = settings.HOMEAI_MODEL_PATH
     size = path.stat().st_size if path.is_file() else None
     return {"name": path.name, "path": str(path), "size_bytes": size, "n_params": None}
-
-
-def model_layers(info: dict) -> int | None:
-    """The loaded model's layers, from its file's header where this process can read it."""
-    path = Path(info.get("path") or "")
-    if not path.name or not path.is_file():
-        return None
-    return model_library.inspect(path).n_layers or None
 
 
 def hardware(workers: dict[str, dict], probes: dict[str, dict]) -> dict:

@@ -16,6 +16,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext, pgettext_lazy
 
 from dashboard.latency import stats
+from inference import speed
 
 PHASE_LABELS = {
     "queue": pgettext_lazy("phase", "Queue"),
@@ -207,6 +208,7 @@ def why_sentences(info: dict, hardware: str | None = None) -> list[str]:
         sentences.append(line)
         if info.get("layers") and info.get("layer_ms"):
             layers_ms = info["layers"] * info["layer_ms"]
+            step = speed.step_ms(speed.Shape(model_bytes, info["layers"]), bandwidth_gbs, info["layer_ms"])
             sentences.append(
                 _(
                     "A token also passes the model's %(layers)s layers, and each costs ≈%(ms)s ms here besides "
@@ -218,7 +220,7 @@ def why_sentences(info: dict, hardware: str | None = None) -> list[str]:
                     "layers": info["layers"],
                     "ms": num(info["layer_ms"], 3),
                     "total": num(layers_ms, 1),
-                    "rate": fmt_rate(1000 / (layers_ms + 1000 / decode_ceiling)),
+                    "rate": fmt_rate(1000 / step),
                 }
             )
     if prefill_ceiling:

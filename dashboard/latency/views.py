@@ -83,7 +83,7 @@ def dashboard_payload(*, viewer, filters: payload.Filters, selected: int | None 
         bandwidth_gbs=hardware["bandwidth_gbs"],
         gflops=hardware["gflops"],
         hardware=hardware["label"],
-        layers=payload.model_layers(info),
+        layers=info.get("n_layers"),
         layer_ms=hardware.get("layer_ms"),
     )
     fit = text.explained_fit(rows)

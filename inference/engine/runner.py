@@ -75,6 +75,7 @@ class ModelInfo:
     description: str
     chat_template: bool
     n_ctx_train: int
+    n_layers: int = 0  # the decode forecast's and the why panel's layer term (inference/speed.py)
 
 
 def request_limit(config: RunnerConfig, *, n_cells: int, n_ctx_train: int) -> tuple[int, str]:
@@ -267,6 +268,7 @@ class Runner:
             description=desc.value.decode("utf-8", errors="replace"),
             chat_template=template is not None,
             n_ctx_train=n_ctx_train,
+            n_layers=int(llama_cpp.llama_model_n_layer(model)),
         )
         log.info(
             "loaded %s (%s), %d threads, %d slots x %d ctx, %d cells, up to %d per request",

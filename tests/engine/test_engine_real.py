@@ -426,3 +426,15 @@ def test_a_step_with_nothing_decoding_waits_for_answers_already_on_their_way(mon
         assert_all_slots_free(engine)
     finally:
         engine.stop()
+
+
+def test_the_loaded_models_info_names_its_layers(chunked):
+    """The worker's heartbeat carries the layer count (the dashboard's why panel counts each
+    layer's cost): llama.cpp's, the same as the file's header says."""
+    from inference import model_library
+
+    seq = make_seq(1, "Hi", dataclasses.replace(GREEDY, max_tokens=2))
+    chunked.submit(seq)
+    events_until_end(seq)
+    assert chunked.runner.info.n_layers == model_library.inspect(settings.BUNDLED_BASE_MODEL_PATH).n_layers == 18
+    assert chunked.status()["model_info"]["n_layers"] == 18

@@ -16,7 +16,6 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 from django.test import Client
@@ -316,7 +315,7 @@ def test_the_why_panel_uses_the_workers_model_and_the_probe(as_user, stored, mon
         "waiting": 0,
         "model_info": {
             "name": "gemma-3-270m-q4_k_m.gguf",
-            "path": str(settings.BUNDLED_BASE_MODEL_PATH),
+            "n_layers": 18,
             "size_bytes": 250_000_000,
             "n_params": 300_000_000,
         },
@@ -327,7 +326,7 @@ def test_the_why_panel_uses_the_workers_model_and_the_probe(as_user, stored, mon
     monkeypatch.setattr(payload.probe, "read_all", lambda: {"box": box})
     data = as_user("alice").get("/dashboard/").context["payload"]
     why = data["why"]
-    # The model's layers from its file's header, their cost from the worker's layer probe.
+    # The model's layers as the worker's engine reports them, their cost from its layer probe.
     assert (why["layers"], why["layer_ms"]) == (18, 0.05)
     assert any("18 layers" in sentence for sentence in why["sentences"])
     assert why["decode_ceiling_tps"] == pytest.approx(100.0)
