@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from django.conf import settings
 
+from inference import model_library
 from inference.engine import engine as engine_module
 from inference.engine.budget import StepCostModel, cells_attended
 from inference.engine.engine import Engine
@@ -431,8 +432,6 @@ def test_a_step_with_nothing_decoding_waits_for_answers_already_on_their_way(mon
 def test_the_loaded_models_info_names_its_layers(chunked):
     """The worker's heartbeat carries the layer count (the dashboard's why panel counts each
     layer's cost): llama.cpp's, the same as the file's header says."""
-    from inference import model_library
-
     seq = make_seq(1, "Hi", dataclasses.replace(GREEDY, max_tokens=2))
     chunked.submit(seq)
     events_until_end(seq)
