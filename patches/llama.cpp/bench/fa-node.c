@@ -8,24 +8,12 @@
 //   SEP=1 fa-node ...   # each K/V head's rows contiguous (a layout llama.cpp does not use)
 #include "ggml-cpu.h"
 #include "ggml.h"
+#include "node-timing.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-static double now_us(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static int cmp(const void * a, const void * b) {
-    const double x = *(const double *) a, y = *(const double *) b;
-    return x < y ? -1 : x > y;
-}
-
-static float rnd(void) { return rand() / (float) RAND_MAX - 0.5f; }
 
 int main(int argc, char ** argv) {
     if (argc < 8) {

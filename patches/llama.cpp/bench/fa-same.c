@@ -7,6 +7,7 @@
 //   fa-same [depth]   prints "identical" (exit 0) or the first difference (exit 1)
 #include "ggml-cpu.h"
 #include "ggml.h"
+#include "node-timing.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,8 +15,6 @@
 #include <string.h>
 
 enum { DK = 64, NH = 9, NKV = 3 };
-
-static float rnd(void) { return rand() / (float) RAND_MAX - 0.5f; }
 
 // the positions the row sees: every cell below depth but each third (another sequence's)
 static int seen(int c, int depth) { return c < depth && c % 3 != 1; }
