@@ -27,6 +27,10 @@ class Shape:
     size: int
     layers: int = 0
 
+    def layers_ms(self, layer_ms: float) -> float:
+        """What its layers cost a decode step beside reading its weights."""
+        return self.layers * layer_ms
+
 
 @dataclass(frozen=True)
 class DecodeSpeed:
@@ -40,7 +44,7 @@ class DecodeSpeed:
 
 
 def step_ms(shape: Shape, read_gbs: float, layer_ms: float) -> float:
-    return shape.layers * layer_ms + shape.size / (read_gbs * 1e6)
+    return shape.layers_ms(layer_ms) + shape.size / (read_gbs * 1e6)
 
 
 def read_rate(
@@ -54,7 +58,7 @@ def read_rate(
         shape = shapes.get(name)
         if name == exclude or shape is None or not shape.size or not tps or tps <= 0:
             continue
-        weights_ms = 1000 / tps - shape.layers * layer_ms
+        weights_ms = 1000 / tps - shape.layers_ms(layer_ms)
         if weights_ms > 0:
             rates.append(shape.size / weights_ms / 1e6)
     rates.sort()

@@ -207,8 +207,8 @@ def why_sentences(info: dict, hardware: str | None = None) -> list[str]:
             }
         sentences.append(line)
         if info.get("layers") and info.get("layer_ms"):
-            layers_ms = info["layers"] * info["layer_ms"]
-            step = speed.step_ms(speed.Shape(model_bytes, info["layers"]), bandwidth_gbs, info["layer_ms"])
+            shape = speed.Shape(model_bytes, info["layers"])
+            step = speed.step_ms(shape, bandwidth_gbs, info["layer_ms"])
             sentences.append(
                 _(
                     "A token also passes the model's %(layers)s layers, and each costs ≈%(ms)s ms here besides "
@@ -219,7 +219,7 @@ def why_sentences(info: dict, hardware: str | None = None) -> list[str]:
                 % {
                     "layers": info["layers"],
                     "ms": num(info["layer_ms"], 3),
-                    "total": num(layers_ms, 1),
+                    "total": num(shape.layers_ms(info["layer_ms"]), 1),
                     "rate": fmt_rate(1000 / step),
                 }
             )
