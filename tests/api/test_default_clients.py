@@ -41,8 +41,14 @@ CALL = "<tool_call>"
 
 
 def words(text: str | None) -> bool:
-    """An answer in words: a few of them, and no tool-call markup."""
+    """A greedy answer in words: a few of them, and no tool-call markup."""
     return bool(text) and len(text.split()) >= 3 and CALL not in text
+
+
+def said(text: str | None) -> bool:
+    """A sampled answer's shape: some text ("No errors." is an answer: how many words the 135M
+    model picks is luck) and none of the tool-call markup, which it often imitates."""
+    return bool(text and text.strip()) and CALL not in text and "<tool_" not in text and "</tool_" not in text
 
 
 def answers_the_result(agent, turns: list, **greedy) -> None:
@@ -202,7 +208,7 @@ def test_a_langchain_chat_ollama_agent_does_a_tool_round_trip(chat_ollama):
     agent = chat_ollama.bind_tools([weather])
     question = HumanMessage("What is the weather in Paris?")
     first = agent.invoke([question])  # sampled, as by default: words, or a call of the tool
-    assert words(first.content) or [c["name"] for c in first.tool_calls] == ["weather"]
+    assert said(first.content) or [c["name"] for c in first.tool_calls] == ["weather"]
     called = agent.invoke([question], options={"tool_choice": "required"})
     assert isinstance(called, AIMessage) and called.tool_calls[0]["name"] == "weather"
     result = ToolMessage(weather.invoke(called.tool_calls[0]["args"]), tool_call_id=called.tool_calls[0]["id"])
@@ -280,7 +286,7 @@ def test_home_assistants_ollama_request_shape_streams_and_reads_its_tool_result(
         {"role": "user", "content": "Is the kitchen light on?"},
     ]
     parts = list(client.chat(model=MODEL, messages=messages, format=None, **request))
-    assert parts[-1].done and words("".join(p.message.content or "" for p in parts))
+    assert parts[-1].done and said("".join(p.message.content or "" for p in parts))
 
     # Its tool round: the call it ran, then the result as its entity writes it (JSON data/error).
     messages = [
@@ -298,7 +304,7 @@ def test_home_assistants_ollama_request_shape_streams_and_reads_its_tool_result(
     ]
     parts = list(client.chat(model=MODEL, messages=messages, format=None, **request))
     last = parts[-1]
-    assert last.done and words("".join(p.message.content or "" for p in parts))
+    assert last.done and said("".join(p.message.content or "" for p in parts))
     # The system prompt's time changed; the tool block before it did not: it came from the cache.
     generation = Generation.objects.latest("id")
     assert generation.cached_tokens and generation.cached_tokens > 0.5 * generation.prompt_tokens
