@@ -320,9 +320,12 @@ def _word_model(cfg: RetrievalConfig, pages: list[str]) -> tuple[list[str], np.n
     return words, freq / freq.sum()
 
 
-def _synthetic(owner, size: int, pool: list[str], rng: np.random.Generator, log) -> tuple[Collection, np.ndarray]:
-    """A collection of `size` synthetic chunks (the pool's texts in turn) with random unit vectors,
-    stored in the database up to STORED_VECTORS_UP_TO, put in the search's cache above it."""
+def _synthetic(
+    owner, size: int, pool: list[str], rng: np.random.Generator, log, matrix: np.ndarray | None = None
+) -> tuple[Collection, np.ndarray]:
+    """A collection of `size` synthetic chunks (the pool's texts in turn) with random unit vectors
+    (or `matrix`'s rows), stored in the database up to STORED_VECTORS_UP_TO, put in the search's
+    cache above it."""
     collection = Collection.objects.create(owner=owner, name=f"synthetic {size}")
     per_document = 100
     documents = Document.objects.bulk_create(
@@ -338,8 +341,9 @@ def _synthetic(owner, size: int, pool: list[str], rng: np.random.Generator, log)
         for i in range((size + per_document - 1) // per_document)
     )
     stored = size <= STORED_VECTORS_UP_TO
-    matrix = rng.standard_normal((size, 384), dtype=np.float32)
-    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    if matrix is None:
+        matrix = rng.standard_normal((size, 384), dtype=np.float32)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     sql = (
         "INSERT INTO documents_chunk (collection_id, document_id, position, page, section, text, embedding)"
         " VALUES (%s, %s, %s, NULL, '', %s, %s)"

@@ -221,6 +221,8 @@ class _Run:
                 for p, vector in zip(pieces, embedded, strict=True)
             )
             Collection.objects.filter(id=collection.id).update(version=F("version") + 1)
+        if embedded:
+            vectors.written(len(embedded[0]) // vectors.DTYPE.itemsize)
         self.job.files_embedded += 1
         self.job.chunks += len(pieces)
 

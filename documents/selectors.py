@@ -131,6 +131,11 @@ def search_collections(
     ids = [c.id for c in collections]
     if query_vector is None:
         return fuse(fulltext.search(query, ids, CANDIDATES), [], ids, limit)
+    held = vectors.in_database(collections)
+    if held:  # both searches are the database's, one after the other
+        text_ids = fulltext.search(query, ids, CANDIDATES)
+        vector_ids = [i for i, _ in vectors.search(query_vector, collections, CANDIDATES, held=held)]
+        return fuse(text_ids, vector_ids, ids, limit)
     # The vectors' dot products run in a thread of their own while the database ranks the
     # words (both let go of the GIL); their matrices are read here, in this thread's connection.
     neighbours = _NEIGHBOURS.submit(vectors.nearest, query_vector, vectors.matrices(collections), CANDIDATES)

@@ -1,7 +1,8 @@
-"""Vector similarity by brute force: a collection's chunk vectors as one float32 matrix (cached
-per process for the collection's version), the query's dot product with every row (the vectors
-are unit length, so that is the cosine). Fast enough to start; an index library is chosen once
-measured (docs/documents.md)."""
+"""Vector similarity. By brute force in numpy on SQLite (and on a PostgreSQL without pgvector):
+a collection's chunk vectors as one float32 matrix (cached per process for the collection's
+version), the query's dot product with every row (the vectors are unit length, so that is the
+cosine). On PostgreSQL with pgvector, in the database (documents/pgvector.py). Measured against
+an index library in docs/performance.md."""
 
 from __future__ import annotations
 
@@ -9,11 +10,17 @@ import threading
 from collections import OrderedDict
 
 import numpy as np
+from django.db.models import Sum
 
-from documents.models import Chunk, Collection
+from documents import pgvector
+from documents.models import Chunk, Collection, Document
 
 DTYPE = np.dtype("<f4")
 CACHED_COLLECTIONS = 8
+# With pgvector, collections of up to this many chunks are still searched here: numpy compares
+# 10^4 rows in under a millisecond (15 MB of matrix), where the database's exact scan took 20 ms
+# and its graph about one (docs/performance.md); above it, the database's graph, and no matrix.
+NUMPY_UP_TO = 20_000
 
 _cache: OrderedDict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
 _lock = threading.Lock()
@@ -85,6 +92,28 @@ def nearest(
     return [(int(ids[i]), float(scores[i])) for i in order]
 
 
-def search(query_vector: np.ndarray, collections: list[Collection], limit: int) -> list[tuple[int, float]]:
-    """(chunk id, cosine similarity) of the nearest chunks of these collections, best first."""
+def in_database(collections: list[Collection]) -> int:
+    """How many chunks these collections hold where the database searches them itself
+    (PostgreSQL with pgvector, above NUMPY_UP_TO chunks), else 0: numpy, in this process."""
+    if not pgvector.in_database():
+        return 0
+    held = Document.objects.filter(collection__in=collections).aggregate(n=Sum("chunks_count"))["n"] or 0
+    return held if held > NUMPY_UP_TO else 0
+
+
+def written(dims: int) -> None:
+    """Chunks of this width were stored: where the database searches them, their graph exists
+    from the first on (each later row joins it as it is written)."""
+    if pgvector.in_database():
+        pgvector.ensure_graph(dims)
+
+
+def search(
+    query_vector: np.ndarray, collections: list[Collection], limit: int, held: int | None = None
+) -> list[tuple[int, float]]:
+    """(chunk id, cosine similarity) of the nearest chunks of these collections, best first.
+    `held`: in_database(collections), when the caller has asked it already."""
+    held = in_database(collections) if held is None else held
+    if held:
+        return pgvector.nearest(query_vector, [c.id for c in collections], held, limit)
     return nearest(query_vector, matrices(collections), limit)

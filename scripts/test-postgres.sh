@@ -19,5 +19,17 @@ if ((status == 2)); then
 elif ((status != 0)); then
   exit "$status"
 fi
+# pgvector: the chunk vectors' search in the database (documents/pgvector.py). Without it the
+# suite still runs (numpy's search, as on a server without the extension), except under CI.
+status=0
+scripts/ensure-pgvector.sh "$url" || status=$?
+if ((status == 2)) && [[ "${CI:-}" == "true" ]]; then
+  echo "make test-postgres: FAILED under CI: the server has no pgvector to test (see above)." >&2
+  exit 1
+elif ((status == 2)); then
+  echo "make test-postgres: the server has no pgvector: its tests are skipped (see above)." >&2
+elif ((status != 0)); then
+  exit "$status"
+fi
 export DATABASE_URL=$url
 exec scripts/test.sh "$@"

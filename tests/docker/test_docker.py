@@ -444,6 +444,15 @@ def test_postgres_override_puts_the_app_on_its_own_postgresql():
     assert "pg_isready" in postgres["healthcheck"]["test"]
     assert postgres["volumes"] == ["postgres-data:/var/lib/postgresql/data"] and "postgres-data" in merged["volumes"]
     assert "ports" not in postgres, "only compose.lan.yaml publishes the database"
+    # The official Alpine image (the volume's format stays an earlier install's), pgvector built
+    # into it from the copy in the repository, which the build context carries.
+    assert postgres["build"] == {"context": "..", "dockerfile": "docker/postgres.Dockerfile"}
+    dockerfile = (DOCKER / "postgres.Dockerfile").read_text()
+    stages = [line.split()[1] for line in dockerfile.splitlines() if line.startswith("FROM ")]
+    assert stages == ["postgres:17-alpine", "postgres:17-alpine"]
+    assert "COPY third_party/pgvector " in dockerfile and (ROOT / "third_party/pgvector/vector.control").is_file()
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert not any(line.strip("/*") in ("third_party", "third_party/pgvector") for line in ignored)
     expected = ("postgres", 5432, postgres["environment"]["POSTGRES_USER"], postgres["environment"]["POSTGRES_DB"])
     for name in ("migrate", "web", "worker"):
         service = services[name]
