@@ -44,7 +44,8 @@ build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
 cp -r third_party/pgvector/. "$build"
 echo "Building pgvector $(sed -n 's/^EXTVERSION = //p' "$build/Makefile") for PostgreSQL $major"
-# OPTFLAGS="": no -march=native, as a package is built (the same object on any x86-64).
-make -C "$build" -j"$(nproc)" PG_CONFIG="$pg_config" OPTFLAGS="" >/dev/null
-make -C "$build" install PG_CONFIG="$pg_config" OPTFLAGS="" >/dev/null
+# OPTFLAGS="": no -march=native, as a package is built (the same object on any x86-64);
+# with_llvm=no: no JIT bitcode, which would need clang and llvm too.
+make -C "$build" -j"$(nproc)" PG_CONFIG="$pg_config" OPTFLAGS="" with_llvm=no >/dev/null
+make -C "$build" install PG_CONFIG="$pg_config" OPTFLAGS="" with_llvm=no >/dev/null
 offered || { echo "pgvector was installed, but the server does not offer it" >&2; exit 1; }
