@@ -318,7 +318,9 @@ def defaults() -> list[tuple[str, bool, str]]:
             start = last_id()
             first = ask(page, f"{connection}.{MODEL}", NAS_QUESTION, f"{connection}-defaults")
             row = chat_row(start, client, NAS_QUESTION)
-            ok = len(first["content"].split()) >= 3 and CALL_OPEN not in first["content"] and row is not None
+            # Sampled (Open WebUI's defaults): how many words the 135M model picks is luck; an
+            # answer is some text without the tool-call markup.
+            ok = bool(first["content"].strip()) and CALL_OPEN not in first["content"] and row is not None
             ok = ok and row.status == Generation.Status.DONE
             tools = len((row.output or {}).get("tools") or ()) if row else 0
             detail = f"{first['content'][:80]!r}; {tools} of Open WebUI's tools offered; {ttft(row)}"
