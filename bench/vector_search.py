@@ -111,16 +111,12 @@ def _timed(fn: Callable[[int], object], n: int) -> dict:
 
 def _graph_plan(query: np.ndarray, collection_id: int) -> str:
     """The plan of pgvector.graph's query, without the vector's 384 numbers."""
-    typed = f"{pgvector.COLUMN}::vector({DIMS})"
     literal = pgvector._literal(query)
     with connection.cursor() as cursor:
         cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false)")
-        cursor.execute(
-            f"EXPLAIN SELECT id FROM documents_chunk WHERE {pgvector._width(DIMS)}"
-            f" AND collection_id = ANY(%s) ORDER BY {typed} <#> %s::vector({DIMS}) LIMIT %s",
-            [[collection_id], literal, selectors.CANDIDATES],
-        )
-        return "\n".join(r[0].replace(literal, "$query") for r in cursor.fetchall())
+        cursor.execute("EXPLAIN " + pgvector.graph_sql(DIMS), [literal, [collection_id], literal, selectors.CANDIDATES])
+        # PostgreSQL prints the vector in its own number format: any literal vector is the query's.
+        return "\n".join(re.sub(r"'\[[^\]]*\]'", "$query", r[0]) for r in cursor.fetchall())
 
 
 def _size(owner, size: int, rows: np.ndarray | None, queries: np.ndarray, rng: np.random.Generator, log) -> dict:

@@ -45,10 +45,16 @@ def words(text: str | None) -> bool:
     return bool(text) and len(text.split()) >= 3 and CALL not in text
 
 
+def no_tool_markup(text: str) -> bool:
+    """None of the tool-call markup (<tool_call>, <tool_response>, their ends), which the 135M
+    model often imitates."""
+    return "<tool_" not in text and "</tool_" not in text
+
+
 def said(text: str | None) -> bool:
     """A sampled answer's shape: some text ("No errors." is an answer: how many words the 135M
-    model picks is luck) and none of the tool-call markup, which it often imitates."""
-    return bool(text and text.strip()) and CALL not in text and "<tool_" not in text and "</tool_" not in text
+    model picks is luck) and no tool-call markup."""
+    return bool(text and text.strip()) and no_tool_markup(text)
 
 
 def answers_the_result(agent, turns: list, **greedy) -> None:
@@ -58,7 +64,7 @@ def answers_the_result(agent, turns: list, **greedy) -> None:
     must say something."""
     final = agent.invoke(turns)
     assert isinstance(final.content, str) and not final.tool_calls
-    assert "<tool_" not in final.content and "</tool_" not in final.content
+    assert no_tool_markup(final.content)
     then = agent.invoke(turns, **greedy)
     assert words(then.content) and not then.tool_calls
 
