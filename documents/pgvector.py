@@ -103,9 +103,14 @@ def enable(using: str = "default") -> str:
                 return f"the database user may not create the vector extension ({exc}); a superuser can"
         if not _has_column(cursor):
             started = time.monotonic()
-            with transaction.atomic(using=using):
-                cursor.execute(FUNCTION_SQL)
-                cursor.execute(COLUMN_SQL)
+            try:
+                with transaction.atomic(using=using):
+                    cursor.execute(FUNCTION_SQL)
+                    cursor.execute(COLUMN_SQL)
+            except DatabaseError as exc:  # no CREATE on the schema, or the table is another user's
+                return (
+                    f"the database user may not add the vector column ({exc}); the user that owns HomeAI's tables can"
+                )
             log.info("pgvector: chunk vectors now in the database (%.1f s)", time.monotonic() - started)
         cursor.execute("SELECT DISTINCT octet_length(embedding) / 4 FROM documents_chunk")
         widths = [dims for (dims,) in cursor.fetchall()]

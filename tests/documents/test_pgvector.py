@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from documents import apps, pgvector, selectors, services, vectors
-from documents.models import Chunk, Document
+from documents.models import Chunk, Collection, Document
 from tests import factories
 from tests.documents.test_retrieval import add_chunks
 
@@ -120,25 +120,54 @@ def test_hybrid_search_reads_only_the_readers_collections_in_the_database_too(in
     assert hits[0].fulltext_rank == 1 and hits[0].vector_rank == 1
 
 
-def test_a_database_user_who_may_not_create_the_extension_gets_numpy_and_a_reason(in_database, monkeypatch, caplog):
-    """A PostgreSQL of one's own with pgvector offered but not created, and HomeAI's user no
-    superuser: migrate says why, and the vectors are searched in the process."""
+def _plain_collection(rng) -> Collection:
     collection = services.collection_create(owner=factories.user("ada"), name="Plain")
-    rng = np.random.default_rng(5)
     add_chunks(collection, [(f"c{i}", v) for i, v in enumerate(random_units(rng, 30))])
     Document.objects.filter(collection=collection).update(chunks_count=30)
     collection.refresh_from_db()
-    with connection.cursor() as cursor:  # all undone with the test's transaction
-        cursor.execute("DROP EXTENSION vector CASCADE")  # the column, its function and graphs with it
-        cursor.execute("CREATE ROLE homeai_plain_user NOSUPERUSER")
-        cursor.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO homeai_plain_user")
-        cursor.execute("SET LOCAL ROLE homeai_plain_user")
+    return collection
+
+
+def _as_plain_user(cursor) -> None:
+    """HomeAI's database user as a plain one: no superuser, the tables granted, the schema not
+    its own (PostgreSQL 15 and later give nobody CREATE on `public`). Undone with the test's
+    transaction."""
+    cursor.execute("CREATE ROLE homeai_plain_user NOSUPERUSER")
+    cursor.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO homeai_plain_user")
+    cursor.execute("SET LOCAL ROLE homeai_plain_user")
+
+
+def _migrate_warns_and_numpy_searches(collection, rng, monkeypatch, caplog, reason: str) -> None:
     monkeypatch.setattr(pgvector, "_known", {})
     monkeypatch.setattr(vectors, "NUMPY_UP_TO", 0)
     with caplog.at_level("WARNING", logger="documents.apps"):
         apps._vectors_in_database(sender=None, using="default")
-    assert "may not create the vector extension" in caplog.text and "numpy" in caplog.text
+    assert reason in caplog.text and "numpy" in caplog.text
     assert not pgvector.in_database() and vectors.in_database([collection]) == 0
     query = random_units(rng, 1)[0]
     found = vectors.search(query, [collection], 3)
     assert [i for i, _ in found] == [i for i, _ in vectors.nearest(query, vectors.matrices([collection]), 3)]
+
+
+def test_a_database_user_who_may_not_create_the_extension_gets_numpy_and_a_reason(in_database, monkeypatch, caplog):
+    """A PostgreSQL of one's own with pgvector offered but not created, and HomeAI's user no
+    superuser: migrate says why, and the vectors are searched in the process."""
+    rng = np.random.default_rng(5)
+    collection = _plain_collection(rng)
+    with connection.cursor() as cursor:  # all undone with the test's transaction
+        cursor.execute("DROP EXTENSION vector CASCADE")  # the column, its function and graphs with it
+        _as_plain_user(cursor)
+    _migrate_warns_and_numpy_searches(collection, rng, monkeypatch, caplog, "may not create the vector extension")
+
+
+def test_a_database_user_who_may_not_add_the_column_gets_numpy_and_a_reason(in_database, monkeypatch, caplog):
+    """pgvector created by an administrator, but HomeAI's user may not create a function in the
+    schema: migrate says why instead of stopping with PostgreSQL's error."""
+    rng = np.random.default_rng(6)
+    collection = _plain_collection(rng)
+    with connection.cursor() as cursor:  # all undone with the test's transaction
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # the new chunks' checks, before ALTER TABLE
+        cursor.execute(f"ALTER TABLE documents_chunk DROP COLUMN {pgvector.COLUMN}")
+        cursor.execute(f"DROP FUNCTION {pgvector.FUNCTION}(bytea)")
+        _as_plain_user(cursor)
+    _migrate_warns_and_numpy_searches(collection, rng, monkeypatch, caplog, "may not add the vector column")
