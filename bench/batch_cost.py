@@ -29,6 +29,7 @@ MODELS = Path(__file__).resolve().parent.parent / "data" / "models"
 DEFAULT_MODELS = (MODELS / "SmolLM2-135M-Instruct.Q4_1.gguf", MODELS / "gemma-3-270m-q4_k_m.gguf")  # settings.BUNDLED_*
 SIZES = (1, 2, 3, 4, 5, 8, 9, 16)
 TEXT = "The quick brown fox jumps over the lazy dog. Paris is the capital of France, and Berlin is the capital of"
+TOKENS = [(i * 7919) % 30000 + 100 for i in range(4096)]  # any in-vocabulary ids
 
 
 class Decoder:
@@ -94,18 +95,17 @@ def batch_logits_agree(decoder: Decoder) -> tuple[float, int, int, float]:
 
 
 def measure(decoder: Decoder, reps: int) -> dict:
-    tokens = [(i * 7919) % 30000 + 100 for i in range(600)]  # any in-vocabulary ids
     prefill = []
     for _ in range(3):
         decoder.clear()
-        prefill.append(decoder.decode(tokens[:512], 0, all_logits=False))
+        prefill.append(decoder.decode(TOKENS[:512], 0, all_logits=False))
     decoder.clear()
-    decoder.decode(tokens[:200], 0, all_logits=False)
+    decoder.decode(TOKENS[:200], 0, all_logits=False)
     step_ms = {}
     for n in SIZES:
         times = []
         for _ in range(reps):
-            times.append(decoder.decode(tokens[200 : 200 + n], 200))
+            times.append(decoder.decode(TOKENS[200 : 200 + n], 200))
             decoder.clear(200)
         step_ms[n] = statistics.median(times) * 1000
     return {"prefill_512_ms": statistics.median(prefill) * 1000, "step_ms": step_ms}

@@ -18,9 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.batch_cost import DEFAULT_MODELS, Decoder  # noqa: E402
-
-TOKENS = [(i * 7919) % 30000 + 100 for i in range(4096)]  # any in-vocabulary ids
+from bench.batch_cost import DEFAULT_MODELS, TOKENS, Decoder  # noqa: E402
 
 
 def measure(decoder: Decoder, depth: int, sizes: list[int], reps: int) -> dict[int, float]:
